@@ -1,0 +1,66 @@
+# dualforce: build, test and run. `make help` lists the targets.
+SHELL := /bin/bash
+GO ?= go
+PKGS := ./...
+# Debian packages the project's tests and tools need (MuJoCo, OpenBLAS, a real MQTT broker and
+# clients, socat for serial tests, iproute2 for network namespaces, numpy/torch for interop checks).
+APT_PACKAGES := libmujoco-dev libopenblas-dev mosquitto mosquitto-clients socat iproute2 \
+	python3-numpy python3-torch
+STATICCHECK_VERSION := v0.7.0
+GOBIN := $(shell $(GO) env GOPATH)/bin
+FUZZTIME ?= 10s
+BENCHTIME ?= 1s
+TEST_TIMEOUT ?= 20m
+
+.PHONY: help setup build test run bench fuzz lint clean
+
+help: ## list the targets
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 10
+
+setup: ## install missing apt packages and Go tools (idempotent; needs root for apt)
+	@missing=""; for p in $(APT_PACKAGES); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "setup: installing$$missing"; \
+		if [ "$$(id -u)" != 0 ]; then echo "setup: need root to apt-get install$$missing" >&2; exit 1; fi; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
+	@test -x $(GOBIN)/staticcheck || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	@$(GO) mod download
+
+build: ## build every binary into bin/
+	@mkdir -p bin
+	$(GO) build -o bin/ ./cmd/...
+
+test: setup ## vet and run every test, including the privileged hardware-in-the-loop ones
+	$(GO) vet $(PKGS)
+	$(GO) test -timeout $(TEST_TIMEOUT) -count=1 $(PKGS)
+
+RUN_ADDR ?= 127.0.0.1:9750
+RUN_SECONDS ?= 0
+
+run: build ## the main job: emulated master board + host session over the UDP tunnel (Ctrl-C stops)
+	@bin/boardemu --transport udp --listen $(RUN_ADDR) & emu=$$!; \
+	trap 'kill $$emu 2>/dev/null; wait $$emu 2>/dev/null' EXIT INT TERM; \
+	bin/linkcheck --transport udp --addr $(RUN_ADDR) --duration $(RUN_SECONDS)s
+
+bench: setup ## run every benchmark with allocation counts
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(PKGS)
+
+fuzz: ## a short run of every fuzz target (FUZZTIME each, default 10s)
+	@set -e; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' .); do \
+		dir=$$(dirname $$f); \
+		for t in $$(grep -oE '^func Fuzz[A-Za-z0-9_]+' $$f | sed 's/^func //'); do \
+			echo "fuzz $$dir $$t"; \
+			$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) $$dir; \
+		done; \
+	done
+
+lint: setup ## gofmt, go vet and staticcheck
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	$(GOBIN)/staticcheck $(PKGS)
+
+clean: ## remove build outputs
+	rm -rf bin
