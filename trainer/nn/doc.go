@@ -1,0 +1,22 @@
+// Package nn owns the trainer's hand-written neural-network arithmetic: dense
+// layers and multi-layer perceptrons with batched forward and backward passes,
+// the Adam optimiser, numerically stable log-sum-exp reductions and the
+// tanh-squashed Gaussian policy head.
+//
+// Everything is generic over float32 (training) and float64 (finite-difference
+// gradient checks in tests). Matrices are dense and row-major; a batch is a
+// rows x width matrix. Matrix products go through gonum's BLAS interfaces
+// (blas.Float32 / blas.Float64), with two interchangeable backends:
+//
+//   - OpenBLAS through cgo (gonum.org/v1/netlib, linked with -lopenblas;
+//     needs Debian's libopenblas-dev). This is the default whenever cgo is on.
+//   - gonum's pure-Go BLAS. It is the only backend when the package is built
+//     with CGO_ENABLED=0 or with the build tag purego
+//     (go test -tags purego ./trainer/...).
+//
+// SetBackend switches between them at run time (benchmarks compare both in one
+// run); call it before any network is used, not while one is training.
+//
+// Derivatives are written by hand. The rule of the house: every one of them
+// has a finite-difference check in the tests.
+package nn
