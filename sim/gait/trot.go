@@ -1,0 +1,137 @@
+package gait
+
+import (
+	"fmt"
+	"math"
+)
+
+// Params sets a trot. Velocities are in the base frame.
+type Params struct {
+	VX, VY     float64 // commanded base velocity, m/s
+	YawRate    float64 // commanded yaw rate, rad/s
+	Height     float64 // base height above flat ground, m
+	StepHeight float64 // swing foot clearance, m
+	Period     float64 // one full gait cycle, s; 0 means stand with all four feet down
+	Duty       float64 // fraction of the cycle a foot is on the ground (0.5 = trot)
+	// RaibertGain moves the touchdown point by gain*(measured - commanded velocity) to catch a
+	// base that runs too fast or too slow.
+	RaibertGain float64
+	// Kp is the joint PD stiffness (Nm/rad) the targets are tracked with; stance legs get their
+	// share of the body weight added to the target as tau/Kp so the PD does not sag. 0 disables.
+	Kp float64
+	// Mass is the robot mass carried by the stance legs, kg.
+	Mass float64
+}
+
+// DefaultParams is a middle-height trot in place.
+func DefaultParams() Params {
+	return Params{Height: 0.235, StepHeight: 0.05, Period: 0.36, Duty: 0.5, RaibertGain: 0.03, Kp: 4, Mass: 2.5}
+}
+
+// Validate reports parameters no Solo12 leg can follow.
+func (p Params) Validate() error {
+	switch {
+	case p.Height < 0.12 || p.Height > 0.32:
+		return fmt.Errorf("gait: base height %.3f m outside 0.12..0.32", p.Height)
+	case p.StepHeight < 0 || p.StepHeight > 0.12:
+		return fmt.Errorf("gait: step height %.3f m outside 0..0.12", p.StepHeight)
+	case p.Period < 0 || (p.Period > 0 && p.Period < 0.1):
+		return fmt.Errorf("gait: period %.3f s: 0 (stand) or at least 0.1", p.Period)
+	case p.Period > 0 && (p.Duty <= 0 || p.Duty >= 1):
+		return fmt.Errorf("gait: duty %.2f outside (0,1)", p.Duty)
+	case p.Kp < 0 || p.Mass < 0:
+		return fmt.Errorf("gait: negative Kp or mass")
+	}
+	return nil
+}
+
+// Base is what the controller observes of the base, in the base frame.
+type Base struct {
+	LinVel [3]float64
+	AngVel [3]float64
+}
+
+// Trot generates joint position targets for a trot: diagonal pairs (FL,HR) and (FR,HL) alternate.
+type Trot struct {
+	P     Params
+	phase float64 // in [0,1)
+}
+
+// NewTrot returns a trot generator at phase 0.
+func NewTrot(p Params) (*Trot, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return &Trot{P: p}, nil
+}
+
+// legPhaseOffset puts the diagonal pairs half a cycle apart.
+var legPhaseOffset = [NumLegs]float64{FL: 0, FR: 0.5, HL: 0.5, HR: 0}
+
+const gravity = 9.81
+
+// Targets advances the gait by dt seconds and returns the 12 joint position targets.
+func (t *Trot) Targets(dt float64, base Base) ([12]float64, error) {
+	p := t.P
+	if p.Period > 0 {
+		t.phase = math.Mod(t.phase+dt/p.Period, 1)
+	}
+	stanceTime := p.Duty * p.Period
+	var q [12]float64
+	for leg := range NumLegs {
+		nom := NominalFoot(leg, p.Height)
+		// Stance feet slide backwards under the hip at the commanded base velocity (including the
+		// velocity the yaw rate gives this hip); half a stride either side of the nominal point.
+		vx := p.VX - p.YawRate*nom[1]
+		vy := p.VY + p.YawRate*nom[0]
+		half := [2]float64{vx * stanceTime / 2, vy * stanceTime / 2}
+		foot := nom
+		inStance := true
+		if p.Period > 0 {
+			psi := math.Mod(t.phase+legPhaseOffset[leg], 1)
+			if psi < p.Duty {
+				s := psi / p.Duty
+				foot[0] += half[0] * (1 - 2*s)
+				foot[1] += half[1] * (1 - 2*s)
+			} else {
+				inStance = false
+				s := (psi - p.Duty) / (1 - p.Duty)
+				// Raibert: land further ahead when the base runs ahead of the command.
+				catchX := p.RaibertGain * (base.LinVel[0] - p.VX)
+				catchY := p.RaibertGain * (base.LinVel[1] - p.VY)
+				blend := (1 - math.Cos(math.Pi*s)) / 2
+				foot[0] += -half[0] + blend*(2*half[0]+catchX)
+				foot[1] += -half[1] + blend*(2*half[1]+catchY)
+				foot[2] += p.StepHeight * math.Sin(math.Pi*s)
+			}
+		}
+		ql, err := LegIK(leg, foot)
+		if err != nil {
+			return q, fmt.Errorf("leg %d at %.3f: %w", leg, foot, err)
+		}
+		if inStance && p.Kp > 0 {
+			ql = addGravityShare(leg, ql, p, t.stanceLegs())
+		}
+		copy(q[3*leg:3*leg+3], ql[:])
+	}
+	return q, nil
+}
+
+// stanceLegs is how many feet carry the body: all four when standing, a diagonal pair in a trot.
+func (t *Trot) stanceLegs() float64 {
+	if t.P.Period == 0 {
+		return 4
+	}
+	return float64(NumLegs) * t.P.Duty
+}
+
+// addGravityShare offsets a stance leg's targets by tau/Kp, tau = J^T f with f the leg's share of
+// the body weight pushing down on the ground, so the PD holds the pose instead of sagging by it.
+func addGravityShare(leg int, q [3]float64, p Params, legs float64) [3]float64 {
+	j := LegJacobian(leg, q)
+	fz := -p.Mass * gravity / legs
+	for c := range 3 {
+		q[c] += j[2][c] * fz / p.Kp
+	}
+	return q
+}
