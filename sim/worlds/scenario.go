@@ -161,7 +161,9 @@ func (c *checker) nonNegative(field string, v, limit float64) {
 	}
 }
 
-func (c *checker) fail(format string, args ...any) { c.errs = append(c.errs, fmt.Errorf(format, args...)) }
+func (c *checker) fail(format string, args ...any) {
+	c.errs = append(c.errs, fmt.Errorf(format, args...))
+}
 
 // Validate checks ranges and consistency, including that no jitter can put the start or the
 // goal on the box. It expects defaults to be applied (Parse does that).
