@@ -22,7 +22,8 @@ import (
 // syscall.
 const closeCheckInterval = 20 * time.Millisecond
 
-// socketPriority puts our frames in the highest non-admin queue of the interface.
+// socketPriority is TC_PRIO_CONTROL: the default queueing discipline sends such frames ahead of
+// bulk traffic. Values above 6 need CAP_NET_RAW, which a raw socket has anyway.
 const socketPriority = 7
 
 // Ethernet is a raw AF_PACKET socket bound to one interface, moving frames of EtherType 0x88B5
@@ -38,9 +39,8 @@ const socketPriority = 7
 // Read timeouts use SO_RCVTIMEO, which the kernel rounds up to its clock tick (1 to 4 ms).
 // Opening needs CAP_NET_RAW (see ErrNotPermitted).
 type Ethernet struct {
-	ifname  string
-	local   proto.MAC
-	dropOwn bool // kernel lacks PACKET_IGNORE_OUTGOING: drop frames with our source MAC instead
+	ifname string
+	local  proto.MAC
 
 	// mu is held shared by every call using fd and exclusively by Close, so the descriptor is
 	// never closed (and its number reused) under a blocked recvfrom.
@@ -84,10 +84,11 @@ func (e *Ethernet) setup() error {
 		}
 		return fmt.Errorf("link: look up interface %q: %w", e.ifname, err)
 	}
-	switch err := unix.SetsockoptInt(e.fd, unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1); {
-	case errors.Is(err, unix.ENOPROTOOPT): // kernel older than 4.20
-		e.dropOwn = true
-	case err != nil:
+	// A socket bound to one EtherType is not fed the host's outgoing frames in the first place
+	// (the kernel copies those only to ETH_P_ALL sockets, like the C SDK's), so this option is a
+	// second guard and kernels older than 4.20, which lack it, lose nothing.
+	err = unix.SetsockoptInt(e.fd, unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1)
+	if err != nil && !errors.Is(err, unix.ENOPROTOOPT) {
 		return fmt.Errorf("link: PACKET_IGNORE_OUTGOING on %q: %w", e.ifname, err)
 	}
 	if err := unix.SetsockoptInt(e.fd, unix.SOL_SOCKET, unix.SO_PRIORITY, socketPriority); err != nil {
@@ -176,9 +177,6 @@ func (e *Ethernet) ReadFrame(buf []byte) (int, error) {
 		}
 		if n > len(buf) {
 			return 0, shortBufferError(n, len(buf))
-		}
-		if e.dropOwn && n >= srcMACOffset+len(e.local) && proto.MAC(buf[srcMACOffset:]) == e.local {
-			continue
 		}
 		return n, nil
 	}
