@@ -60,7 +60,10 @@ func putPcapRecordHeader(b []byte, t time.Time, frameLen int) {
 func ReadPcap(r io.Reader) ([]PcapRecord, error) {
 	var hdr [pcapFileHeaderLen]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return nil, fmt.Errorf("%w: file header: %w", ErrPcap, eofIsUnexpected(err))
+		if err == io.EOF {
+			return nil, fmt.Errorf("%w: empty file", ErrPcap)
+		}
+		return nil, fmt.Errorf("%w: file header: %w", ErrPcap, err)
 	}
 	var order binary.ByteOrder
 	var nanos bool
