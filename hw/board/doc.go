@@ -1,0 +1,24 @@
+// Package board owns the ODRI master-board firmware as an IO-free state machine, stepped once per
+// 1 kHz tick, and the Plant interface behind which the motor physics live.
+//
+// A Board is fed each received payload (HandlePayload) and ticked once per millisecond (Tick),
+// which advances the plant by 1 ms and returns the payload the board sends that tick: an ack, a
+// sensor packet or nothing. The states, timeouts and counters are the firmware's (see
+// /work/shared/spec/masterboard.md): WAITING_FOR_INIT, SPI_AUTODETECT, SENDING_INIT_ACK,
+// ACTIVE_CONTROL, ERROR and LINK_DOWN; the latest command is held when the PC misses a packet;
+// commands of a foreign session are ignored; only a new init with a new session id leaves ERROR.
+//
+// The six motor driver cards are emulated too: enabling a motor runs a rotor alignment before the
+// ready bit, each encoder has an index pulse at a configured motor angle (with the optional index
+// offset compensation that zeroes the reported position at the first index), a driver-side
+// command timeout, and faults can be injected (driver error codes, failed SPI transfers, a frozen
+// or not yet started IMU, link loss). Positions the board reports are relative to the encoder's
+// power-on angle, or to the index once compensated; the Plant works in absolute motor angles and
+// the Board translates between the two.
+//
+// NewFirstOrderPlant is a small gravity-free plant (rotor inertia and viscous friction) for tests
+// and the board emulator; the MuJoCo simulator implements Plant for the whole robot.
+//
+// Nothing here allocates after construction or does IO; package board/server runs a Board on a
+// link in real time.
+package board
