@@ -210,7 +210,7 @@ func testNoAllocs(t *testing.T, p linkPair) {
 	}
 }
 
-func setTimeout(t *testing.T, d time.Duration, conns ...link.Conn) {
+func setTimeout(t testing.TB, d time.Duration, conns ...link.Conn) {
 	t.Helper()
 	for _, c := range conns {
 		if err := c.SetReadTimeout(d); err != nil {

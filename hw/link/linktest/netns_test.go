@@ -126,3 +126,22 @@ func assertGone(t *testing.T, names []string) {
 		}
 	}
 }
+
+// TestSkipsWithoutPrivileges reruns TestVethPair in a child that setpriv stripped of every
+// capability, and checks that it skips and says why instead of failing.
+func TestSkipsWithoutPrivileges(t *testing.T) {
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		t.Skip("needs setpriv (util-linux) to drop capabilities: ", err)
+	}
+	out, err := exec.Command(setpriv, "--bounding-set=-all", "--inh-caps=-all",
+		os.Args[0], "-test.run=^TestVethPair$", "-test.v").CombinedOutput()
+	if err != nil {
+		t.Fatalf("child without capabilities failed: %v\n%s", err, out)
+	}
+	for _, want := range []string{"--- SKIP: TestVethPair/create", "needs CAP_NET_ADMIN and CAP_SYS_ADMIN"} {
+		if !bytes.Contains(out, []byte(want)) {
+			t.Errorf("child output lacks %q:\n%s", want, out)
+		}
+	}
+}
