@@ -20,6 +20,7 @@ func TestConnSemantics(t *testing.T) {
 	}{
 		{"frames arrive whole and in order, both ways", testRoundTrip},
 		{"read times out with ErrTimeout", testTimeout},
+		{"a nanosecond timeout still times out", testTinyTimeout},
 		{"close wakes a blocked read", testCloseWhileBlocked},
 		{"every call after close is ErrClosed", testAfterClose},
 		{"oversize frame into small buffer", testShortBuffer},
@@ -97,6 +98,24 @@ func testTimeout(t *testing.T, p linkPair) {
 	}
 	if _, err := p.host.ReadFrame(make([]byte, proto.MaxFrameLen)); err != nil {
 		t.Fatalf("read after a timeout: %v", err)
+	}
+}
+
+func testTinyTimeout(t *testing.T, p linkPair) {
+	setTimeout(t, time.Nanosecond, p.host)
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.host.ReadFrame(make([]byte, proto.MaxFrameLen))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != link.ErrTimeout {
+			t.Fatalf("ReadFrame: %v, want ErrTimeout", err)
+		}
+	case <-time.After(5 * time.Second):
+		p.host.Close()
+		t.Fatal("a 1ns read timeout never expired")
 	}
 }
 

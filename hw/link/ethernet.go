@@ -209,7 +209,7 @@ func (e *Ethernet) Close() error {
 }
 
 func (e *Ethernet) setKernelTimeout(d time.Duration) error {
-	tv := unix.NsecToTimeval(d.Nanoseconds())
+	tv := unix.NsecToTimeval(d.Nanoseconds()) // rounds up, so never the zero that means forever
 	if err := unix.SetsockoptTimeval(e.fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
 		return fmt.Errorf("link: SO_RCVTIMEO on %q: %w", e.ifname, err)
 	}
