@@ -1,0 +1,11 @@
+// Package clock owns real-time pacing on Linux: a Pacer that releases a loop at fixed
+// CLOCK_MONOTONIC deadlines (1 kHz for the master-board link) with microsecond lateness, and the
+// allocation-free Histogram that such loops use to report lateness and latency percentiles.
+//
+// Go's time.Ticker and time.Sleep round sub-millisecond waits up to the runtime poller's
+// resolution and miss about one period in ten at 1 kHz. A Pacer instead locks its goroutine to an
+// OS thread, sets that thread's timer slack to 1 ns, sleeps with clock_nanosleep(TIMER_ABSTIME)
+// until shortly before the deadline and spins the rest of the way. It reports how late each
+// release was and how many deadlines an overrunning loop missed, and it keeps the phase: a late
+// loop is released for the most recent deadline, never in a burst.
+package clock
