@@ -1,0 +1,84 @@
+package skills
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+)
+
+// The benchmark network of the brief: [171 obs ; 128 latent] -> 256 -> 256 -> 12.
+var benchSizes = []int{171 + 128, 256, 256, 12}
+
+func matvecBLAS32(dst, w, x []float32) {
+	n := len(x)
+	blas32.Gemv(blas.NoTrans, 1,
+		blas32.General{Rows: len(dst), Cols: n, Stride: n, Data: w},
+		blas32.Vector{N: n, Inc: 1, Data: x}, 0,
+		blas32.Vector{N: len(dst), Inc: 1, Data: dst})
+}
+
+// mlpBenchmarks are the implementations compared on the same network; the
+// cgo-only test file adds the C reference.
+var mlpBenchmarks = []struct {
+	name string
+	make func(b *testing.B, m MLP) func(x, out []float32)
+}{
+	{"vek", evaluatorBench(matvecVek)},
+	{"blas32", evaluatorBench(matvecBLAS32)},
+	{"go4row", evaluatorBench(matvecGo)},
+}
+
+func evaluatorBench(mv matvec) func(b *testing.B, m MLP) func(x, out []float32) {
+	return func(b *testing.B, m MLP) func(x, out []float32) {
+		e, err := NewEvaluator(m)
+		if err != nil {
+			b.Fatal(err)
+		}
+		e.mv = mv
+		return func(x, out []float32) {
+			y, _ := e.Forward(x)
+			copy(out, y)
+		}
+	}
+}
+
+func BenchmarkMLP299x256x256x12(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	m := randomMLP(rng, ActReLU, benchSizes...)
+	x := randomVec(rng, benchSizes[0])
+	out := make([]float32, 12)
+	for _, impl := range mlpBenchmarks {
+		b.Run(impl.name, func(b *testing.B) {
+			f := impl.make(b, m)
+			b.ReportAllocs()
+			for b.Loop() {
+				f(x, out)
+			}
+		})
+	}
+}
+
+// BenchmarkPolicyAct is what the runtime pays per policy step: the latent is
+// folded into the first layer, and only the 12 mean rows of the 24-row head
+// are evaluated.
+func BenchmarkPolicyAct(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	m := randomMLP(rng, ActReLU, 171+128, 256, 256, 24)
+	p, err := NewPolicy(m, 171, 128, 12)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := p.SetLatent(randomVec(rng, 128)); err != nil {
+		b.Fatal(err)
+	}
+	obs := randomVec(rng, 171)
+	act := make([]float32, 12)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := p.Act(obs, act); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
