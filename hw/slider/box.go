@@ -70,11 +70,11 @@ type Box struct {
 	garbage     atomic.Uint64
 	lastGood    atomic.Int64 // arrival of the newest good line, ns after epoch
 	lastGarbage atomic.Pointer[LineError]
+	stopped     atomic.Bool
 
 	// cleared is the value of presses acknowledged by the last successful ResetEStop; the
 	// E-stop is latched while presses > cleared, so a press racing a reset is never lost.
 	cleared atomic.Uint64
-	stopped atomic.Bool
 
 	firstGood chan struct{} // closed by the reader at the first good line
 	done      chan struct{} // closed when the reader goroutine has returned
@@ -119,7 +119,9 @@ func (b *Box) run() {
 				b.readErr = fmt.Errorf("slider: reading the box: %w", err)
 				slog.Warn("slider box stream ended", "err", err)
 			}
+			b.seq.Add(1)
 			b.stopped.Store(true)
+			b.seq.Add(1)
 			return
 		}
 	}
@@ -197,12 +199,12 @@ func (b *Box) load(now time.Time) (s Snapshot, presses uint64) {
 		s.GarbageLines = b.garbage.Load()
 		lastGood = b.lastGood.Load()
 		s.LastGarbage = b.lastGarbage.Load()
+		s.ReaderStopped = b.stopped.Load()
 		if b.seq.Load() == seq {
 			break
 		}
 	}
 	s.Latched = presses > b.cleared.Load()
-	s.ReaderStopped = b.stopped.Load()
 	if s.GoodLines == 0 {
 		s.Stale = true
 		return s, presses

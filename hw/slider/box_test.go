@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -231,17 +232,23 @@ func idleBox(tb testing.TB) *Box {
 }
 
 // TestBoxSnapshotConsistent races readers against a writer whose lines always carry four equal
-// sliders; a torn copy would show unequal ones (run with -race as well).
+// sliders; a torn copy would show unequal ones, or ReaderStopped before the last line's count.
+// Removing the seqlock's closing sequence check makes it fail; run it with -race as well.
 func TestBoxSnapshotConsistent(t *testing.T) {
 	r, w := io.Pipe()
 	box := NewBox(r, time.Hour)
 	defer box.Close()
-	const lines = 20000
+	const lines = 200000
+	var stream []byte
+	stream = append(stream, "sync\n"...)
+	for i := range lines {
+		v := i % (ADCMax + 1)
+		stream = fmt.Appendf(stream, "1 %d %d %d %d\r\n", v, v, v, v)
+	}
 	go func() {
-		_, _ = io.WriteString(w, "sync\n")
-		for i := range lines {
-			v := i % (ADCMax + 1)
-			if _, err := fmt.Fprintf(w, "1 %d %d %d %d\r\n", v, v, v, v); err != nil {
+		// Short writes make the reader publish while the snapshotters are spinning.
+		for chunk := range slices.Chunk(stream, 256) {
+			if _, err := w.Write(chunk); err != nil {
 				return
 			}
 		}
