@@ -220,6 +220,11 @@ const compensationSlack = 0.2
 // with NewCalibrator once every motor is enabled and ready; feed it each decoded sensor packet and
 // send the command it fills. It never allocates after construction, except to build the error
 // that ends a failed calibration.
+//
+// The index offset compensation is on from the first Step, so each position jumps to the index
+// the moment the index is found, whether or not a driver applies the compensation to an index
+// seen before the bit was set. Set the bits (EnableIndexCompensation) already in the commands that
+// enable the motors: an index crossed between enabling and calibrating is then compensated too.
 type Calibrator struct {
 	cfg     CalibrationConfig
 	m       Map
@@ -321,14 +326,14 @@ func EnableIndexCompensation(cmd *proto.Command) {
 	}
 }
 
-func (c *Calibrator) fail(err error, joints JointSet) error {
+func (c *Calibrator) fail(err error, joints JointSet) *CalibrationError {
 	return &CalibrationError{Err: err, Joints: joints, Phase: c.phase, After: c.Elapsed()}
 }
 
 // advance moves the state machine on by one tick and sets c.jc.
 func (c *Calibrator) advance(s *proto.Sensor) error {
 	if bad := DriverFaults(s); bad != 0 {
-		e := &CalibrationError{Err: ErrDriverFault, Joints: bad, Phase: c.phase, After: c.Elapsed()}
+		e := c.fail(ErrDriverFault, bad)
 		for d := range s.Drivers {
 			e.Codes[d] = s.Drivers[d].Status.Error()
 		}
