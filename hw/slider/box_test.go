@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -294,4 +295,30 @@ func BenchmarkConsume(b *testing.B) {
 	for b.Loop() {
 		box.consume(&asm, chunk, 0)
 	}
+}
+
+// FuzzBoxConsume feeds arbitrary bytes, in arbitrary chunks, through a Box: every line after the
+// first newline is counted exactly once, and whatever is published stays in range.
+func FuzzBoxConsume(f *testing.F) {
+	f.Add([]byte("x\n1 2 3\r\n0 1 2 3 4\nbad\n\n"), uint8(3))
+	f.Add([]byte("1 2 3\r\n"+strings.Repeat("7", 300)+"\n0 0 1023\n"), uint8(0))
+	f.Fuzz(func(t *testing.T, stream []byte, chunk uint8) {
+		box := idleBox(t)
+		var asm lineAssembler
+		for c := range slices.Chunk(stream, max(int(chunk), 1)) {
+			box.consume(&asm, c, 0)
+		}
+		s := box.Snapshot(box.epoch)
+		if want := uint64(len(referenceLines(stream))); s.GoodLines+s.GarbageLines != want {
+			t.Fatalf("good %d + garbage %d lines, want %d in all", s.GoodLines, s.GarbageLines, want)
+		}
+		if (s.GoodLines > 0) == s.Stale || s.N != 0 && s.N != 2 && s.N != 4 {
+			t.Fatalf("inconsistent snapshot %+v", s)
+		}
+		for _, v := range s.Sliders {
+			if v < 0 || v > 1 {
+				t.Fatalf("slider out of range: %+v", s)
+			}
+		}
+	})
 }
