@@ -4,20 +4,21 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/dualforce/dualforce/hw/board"
 	"github.com/dualforce/dualforce/hw/proto"
 	"github.com/dualforce/dualforce/skills"
 )
 
 // standingRobot returns a robot settled on its four feet, and the drive that holds it there.
-func standingRobot(b *testing.B, substeps int) (*Robot, *[NumMotors]MotorDrive) {
+func standingRobot(b *testing.B, substeps int) (*Robot, *[NumMotors]board.MotorDrive) {
 	r := newRobot(b, Config{Substeps: substeps})
 	tg := jointTarget{Q: StandingPose(), Tau: standingFeedforward(b, r), Kp: testKp, Kd: testKd}
 	hold(b, r, tg, 500, nil)
 	if n := r.World().NumContacts(); n != 4 {
 		b.Fatalf("%d contacts, want the four feet", n)
 	}
-	drive := new([NumMotors]MotorDrive)
-	jointDrive(&tg, joints{}, drive)
+	drive := new([NumMotors]board.MotorDrive)
+	jointDrive(&tg, drive)
 	return r, drive
 }
 
@@ -52,7 +53,7 @@ func BenchmarkStep10Substeps(b *testing.B) {
 // both.
 func BenchmarkStepTwoWorlds(b *testing.B) {
 	var robots [2]*Robot
-	var drives [2]*[NumMotors]MotorDrive
+	var drives [2]*[NumMotors]board.MotorDrive
 	for i := range robots {
 		robots[i], drives[i] = standingRobot(b, 1)
 	}
@@ -76,13 +77,13 @@ func BenchmarkStepTwoWorlds(b *testing.B) {
 // BenchmarkSensors reads everything a board and perception stream report in one period.
 func BenchmarkSensors(b *testing.B) {
 	r, _ := standingRobot(b, 1)
-	var motors [NumMotors]MotorState
+	var motors [NumMotors]board.MotorReading
 	var imu proto.IMU
 	var hm [skills.HeightMapPoints]float64
 	b.ReportAllocs()
 	for b.Loop() {
-		r.Motors(&motors)
-		r.IMU(&imu)
+		r.ReadMotors(&motors)
+		r.ReadIMU(&imu)
 		_ = r.Mocap()
 		r.HeightMap(&hm)
 	}

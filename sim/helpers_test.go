@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/dualforce/dualforce/hw/board"
 	"github.com/dualforce/dualforce/hw/proto"
 	"github.com/dualforce/dualforce/hw/solo12"
 	"github.com/dualforce/dualforce/sim/mujoco"
@@ -24,8 +25,8 @@ type jointTarget struct {
 }
 
 // jointDrive turns a joint-space PD+ command into motor drives through the real joint<->motor
-// map (hw/solo12), the way the host and board deliver it.
-func jointDrive(tg *jointTarget, offsets joints, out *[NumMotors]MotorDrive) {
+// map (hw/solo12) of an uncalibrated robot (the plant's absolute rotor angles are p*N*q).
+func jointDrive(tg *jointTarget, out *[NumMotors]board.MotorDrive) {
 	var jc solo12.JointCommand
 	jc.Q, jc.Qd, jc.Tau = tg.Q, tg.Qd, tg.Tau
 	kp, kd := tg.Kp, tg.Kd
@@ -33,10 +34,10 @@ func jointDrive(tg *jointTarget, offsets joints, out *[NumMotors]MotorDrive) {
 		jc.Kp[j], jc.Kd[j], jc.ISat[j] = kp, kd, solo12.MaxCurrent
 	}
 	var c proto.Command
-	m := solo12.Map{Offset: offsets}
+	var m solo12.Map
 	m.WriteCommand(&jc, &c)
 	for mo := range out {
-		out[mo] = MotorDrive{Enabled: true, MotorCommand: *c.Motor(mo)}
+		out[mo] = board.MotorDrive{Enabled: true, MotorCommand: *c.Motor(mo)}
 	}
 }
 
@@ -54,8 +55,8 @@ func newRobot(t testing.TB, cfg Config) *Robot {
 // every step when each is non-nil.
 func hold(t testing.TB, r *Robot, tg jointTarget, n int, each func(k int)) {
 	t.Helper()
-	var drive [NumMotors]MotorDrive
-	jointDrive(&tg, r.cfg.JointOffset, &drive)
+	var drive [NumMotors]board.MotorDrive
+	jointDrive(&tg, &drive)
 	for k := range n {
 		if err := r.Step(&drive); err != nil {
 			t.Fatalf("step %d: %v", k, err)
@@ -94,7 +95,7 @@ func standingFeedforward(t testing.TB, r *Robot) joints {
 		}
 		return [3]float64(w.XPos()[3*id:])
 	}
-	f := TotalMass * 9.81 / 4
+	f := TotalMass * proto.StandardGravity / 4
 	var tau joints
 	for leg := range solo12.NumLegs {
 		l := solo12.Leg(leg)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/dualforce/dualforce/hw/proto"
 	"github.com/dualforce/dualforce/hw/solo12"
 	"github.com/dualforce/dualforce/sim/worlds"
 )
@@ -71,14 +72,14 @@ func ModelXML(layout *worlds.Layout, opt ModelOptions) ([]byte, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, `<mujoco model="solo12">
   <compiler angle="radian" inertiafromgeom="false"/>
-  <option timestep="%g" integrator="Euler"/>
+  <option timestep="%g" integrator="Euler" gravity="0 0 %g"/>
   <default>
     <joint type="hinge" limited="true" armature="%g" damping="0"/>
     <geom contype="1" conaffinity="0" group="%d" friction="%g 0.005 0.0001" rgba="0.7 0.7 0.75 1"/>
   </default>
   <worldbody>
     <geom name="ground" type="plane" size="%g %g 0.1" contype="0" conaffinity="1" group="%d" friction="%g 0.005 0.0001" rgba="0.8 0.8 0.8 1"/>
-`, dt, Armature, robotGeomGroup, friction, groundHalfExtent, groundHalfExtent, terrainGeomGroup, friction)
+`, dt, -proto.StandardGravity, Armature, robotGeomGroup, friction, groundHalfExtent, groundHalfExtent, terrainGeomGroup, friction)
 	if layout != nil {
 		for _, box := range layout.Boxes {
 			fmt.Fprintf(&b, `    <geom name="%s" type="box" pos="%g %g %g" size="%g %g %g" contype="0" conaffinity="1" group="%d" friction="%g 0.005 0.0001" rgba="0.6 0.45 0.3 1"/>

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/dualforce/dualforce/hw/board"
 	"github.com/dualforce/dualforce/hw/proto"
 	"github.com/dualforce/dualforce/hw/solo12"
 	"github.com/dualforce/dualforce/sim/mujoco"
@@ -30,23 +31,6 @@ const DefaultSubsteps = 1
 
 // ErrNonFiniteDrive is returned by Step when a motor command holds NaN or Inf; nothing is applied.
 var ErrNonFiniteDrive = errors.New("sim: non-finite motor command")
-
-// MotorDrive is what one motor driver executes during a control period: the master board's
-// latest command for that motor (SI, motor side of the gear) and whether the motor is enabled.
-// A disabled motor produces no current. The card runs, at every substep,
-// I = CurrentRef + Kp*(PositionRef-theta) + Kd*(VelocityRef-omega), saturated to ISat
-// (or to Config.CurrentLimit when ISat is 0 or larger).
-type MotorDrive struct {
-	Enabled bool
-	proto.MotorCommand
-}
-
-// MotorState is what one motor driver reports (SI, motor side).
-type MotorState struct {
-	Position float64 // rad, encoder: p*N*(q - JointOffset)
-	Velocity float64 // rad/s
-	Current  float64 // A, the current the card applied in the last substep
-}
 
 // Noise configures seeded sensor noise: white Gaussian with the given standard deviations,
 // plus constant biases. The zero value is a perfect sensor.
@@ -75,10 +59,8 @@ type Config struct {
 	// Seed drives the sensor noise; equal seeds give bit-identical runs.
 	Seed  uint64
 	Noise Noise
-	// JointOffset is where each joint's encoder zero sits, rad on the joint side: the motors
-	// report p*N*(q - JointOffset), so a solo12.Map with these offsets reads the true q.
-	JointOffset [solo12.NumJoints]float64
-	// CurrentLimit is the cards' own current limit (A), applied when ISat is 0 or larger.
+	// CurrentLimit is the cards' own current limit (A), applied on top of i_sat (and alone when
+	// i_sat is 0).
 	// 0 means proto.MaxISat, the largest i_sat the link can carry.
 	CurrentLimit float64
 }
@@ -123,7 +105,7 @@ type Robot struct {
 	terrainGroups [6]bool
 	yaw0          float64
 	current       [NumMotors]float64
-	motors        [NumMotors]MotorState
+	motors        [NumMotors]board.MotorReading
 	imu           proto.IMU
 	mocap         Mocap
 	qpos, qvel    []float64
@@ -284,10 +266,11 @@ func (r *Robot) Reset(p Pose) error {
 }
 
 // Step runs one 1 ms control period: at every substep each enabled motor's card computes its
-// current from the drive (indexed by motor number) and the encoder, the current is saturated
-// and becomes joint torque tau = p*N*kt*I, and physics advances. Sensors are sampled at the end.
-// It allocates nothing.
-func (r *Robot) Step(drive *[NumMotors]MotorDrive) error {
+// current from the drive (indexed by motor number) and the rotor's absolute angle
+// theta = p*N*q with board.PDCurrent, the cards' own limit Config.CurrentLimit clips it, the
+// current becomes joint torque tau = p*N*kt*I, and physics advances. A disabled motor carries no
+// current. Sensors are sampled at the end. It allocates nothing.
+func (r *Robot) Step(drive *[NumMotors]board.MotorDrive) error {
 	for m := range drive {
 		d := &drive[m]
 		if !finite(d.PositionRef) || !finite(d.VelocityRef) || !finite(d.CurrentRef) ||
@@ -302,14 +285,8 @@ func (r *Robot) Step(drive *[NumMotors]MotorDrive) error {
 			d := &drive[m]
 			var current float64
 			if d.Enabled {
-				theta := p * n * (r.qpos[r.qAdr[j]] - r.cfg.JointOffset[j])
-				omega := p * n * r.qvel[r.dAdr[j]]
-				current = d.CurrentRef + d.Kp*(d.PositionRef-theta) + d.Kd*(d.VelocityRef-omega)
-				sat := r.limit
-				if d.ISat > 0 && d.ISat < sat {
-					sat = d.ISat
-				}
-				current = min(max(current, -sat), sat)
+				current = board.PDCurrent(&d.MotorCommand, p*n*r.qpos[r.qAdr[j]], p*n*r.qvel[r.dAdr[j]])
+				current = min(max(current, -r.limit), r.limit)
 			}
 			r.current[m] = current
 			r.qfrc[r.dAdr[j]] = p * n * kt * current
@@ -331,8 +308,8 @@ func (r *Robot) sample() {
 	const n = solo12.GearRatio
 	for j := range solo12.NumJoints {
 		m, p := r.motor[j], r.polarity[j]
-		r.motors[m] = MotorState{
-			Position: p*n*(r.qpos[r.qAdr[j]]-r.cfg.JointOffset[j]) + r.gauss(nz.EncoderStd),
+		r.motors[m] = board.MotorReading{
+			Position: p*n*r.qpos[r.qAdr[j]] + r.gauss(nz.EncoderStd),
 			Velocity: p*n*r.qvel[r.dAdr[j]] + r.gauss(nz.VelocityStd),
 			Current:  r.current[m] + r.gauss(nz.CurrentStd),
 		}
@@ -366,12 +343,14 @@ func (r *Robot) gauss(std float64) float64 {
 	return std * r.rng.NormFloat64()
 }
 
-// Motors copies the motor readings of the last period, indexed by motor number.
-func (r *Robot) Motors(out *[NumMotors]MotorState) { *out = r.motors }
+// ReadMotors copies the motor readings of the last period, indexed by motor number: absolute
+// rotor angle p*N*q (the board applies its encoder offsets), velocity and the current the card
+// drove in the last substep.
+func (r *Robot) ReadMotors(out *[NumMotors]board.MotorReading) { *out = r.motors }
 
-// IMU copies the master board IMU reading of the last period (IMU frame = base frame axes;
-// accelerometer includes gravity and reads +g on z at rest; yaw is zeroed at Reset).
-func (r *Robot) IMU(out *proto.IMU) { *out = r.imu }
+// ReadIMU copies the master board IMU reading of the last period (IMU frame = base frame axes;
+// accelerometer includes gravity and reads +1 g on z at rest; yaw is zeroed at Reset).
+func (r *Robot) ReadIMU(out *proto.IMU) { *out = r.imu }
 
 // Mocap returns the motion-capture sample of the last period.
 func (r *Robot) Mocap() Mocap { return r.mocap }

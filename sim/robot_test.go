@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/dualforce/dualforce/hw/board"
 	"github.com/dualforce/dualforce/hw/proto"
 	"github.com/dualforce/dualforce/hw/solo12"
 	"github.com/dualforce/dualforce/sim/mujoco"
@@ -80,7 +81,7 @@ func TestStandsForTenSeconds(t *testing.T) {
 	var imu proto.IMU
 	hold(t, r, jointTarget{Q: StandingPose(), Tau: tau, Kp: testKp, Kd: testKd}, 10000, func(int) {
 		minZ = min(minZ, r.Base().Pos[2])
-		r.IMU(&imu)
+		r.ReadIMU(&imu)
 		maxTilt = max(maxTilt, math.Abs(imu.Attitude[0]), math.Abs(imu.Attitude[1]))
 	})
 	z := r.Base().Pos[2]
@@ -176,7 +177,7 @@ func sineTracking(t testing.TB, substeps int, kp, kd, freq float64) float64 {
 	const amp, periods = 0.3, 3000
 	pose := StandingPose()
 	tg := jointTarget{Kp: kp, Kd: kd}
-	var drive [NumMotors]MotorDrive
+	var drive [NumMotors]board.MotorDrive
 	var q, qd joints
 	var errs []float64
 	for k := range periods {
@@ -189,7 +190,7 @@ func sineTracking(t testing.TB, substeps int, kp, kd, freq float64) float64 {
 				tg.Qd[j] = amp * 2 * math.Pi * freq * math.Cos(2*math.Pi*freq*ts)
 			}
 		}
-		jointDrive(&tg, joints{}, &drive)
+		jointDrive(&tg, &drive)
 		if err := r.Step(&drive); err != nil {
 			t.Fatal(err)
 		}
@@ -261,8 +262,8 @@ func TestIMUAtRest(t *testing.T) {
 		r := newRobot(t, Config{FixedBase: true})
 		hold(t, r, jointTarget{Q: StandingPose(), Kp: testKp, Kd: testKd}, 500, nil)
 		var imu proto.IMU
-		r.IMU(&imu)
-		if imu.Accelerometer != [3]float64{0, 0, 9.81} || imu.Gyroscope != [3]float64{} || imu.Attitude != [3]float64{} || imu.LinearAcc != [3]float64{} {
+		r.ReadIMU(&imu)
+		if imu.Accelerometer != [3]float64{0, 0, proto.StandardGravity} || imu.Gyroscope != [3]float64{} || imu.Attitude != [3]float64{} || imu.LinearAcc != [3]float64{} {
 			t.Fatalf("rig IMU %+v, want exactly +g on z and zeros", imu)
 		}
 	})
@@ -271,10 +272,10 @@ func TestIMUAtRest(t *testing.T) {
 		tau := standingFeedforward(t, r)
 		hold(t, r, jointTarget{Q: StandingPose(), Tau: tau, Kp: testKp, Kd: testKd}, 2000, nil)
 		var imu proto.IMU
-		r.IMU(&imu)
+		r.ReadIMU(&imu)
 		t.Logf("standing IMU: acc %.4f gyro %.2e att %.2e lin %.4f", imu.Accelerometer, imu.Gyroscope, imu.Attitude, imu.LinearAcc)
 		for k := range 3 {
-			want := [3]float64{0, 0, 9.81}[k]
+			want := [3]float64{0, 0, proto.StandardGravity}[k]
 			if math.Abs(imu.Accelerometer[k]-want) > 0.02 || math.Abs(imu.Gyroscope[k]) > 1e-3 || math.Abs(imu.LinearAcc[k]) > 0.02 {
 				t.Fatalf("IMU at rest %+v", imu)
 			}
@@ -296,7 +297,7 @@ func TestIMUAttitude(t *testing.T) {
 			t.Fatal(err)
 		}
 		var imu proto.IMU
-		r.IMU(&imu)
+		r.ReadIMU(&imu)
 		if math.Abs(imu.Attitude[0]-tc.roll) > 1e-3 || math.Abs(imu.Attitude[1]-tc.pitch) > 1e-3 || math.Abs(imu.Attitude[2]) > 1e-3 {
 			t.Errorf("reset at %+v reads %v (yaw zeroed at start)", tc, imu.Attitude)
 		}
@@ -304,11 +305,11 @@ func TestIMUAttitude(t *testing.T) {
 			t.Errorf("mocap yaw %g, want %g", m.Yaw, tc.yaw)
 		}
 		// Falling freely, the accelerometer reads no specific force; then it reads back the tilt.
-		var drive [NumMotors]MotorDrive
+		var drive [NumMotors]board.MotorDrive
 		if err := r.Step(&drive); err != nil {
 			t.Fatal(err)
 		}
-		r.IMU(&imu)
+		r.ReadIMU(&imu)
 		if math.Hypot(math.Hypot(imu.Accelerometer[0], imu.Accelerometer[1]), imu.Accelerometer[2]) > 1e-6 {
 			t.Errorf("free fall reads %v", imu.Accelerometer)
 		}
@@ -316,7 +317,7 @@ func TestIMUAttitude(t *testing.T) {
 			t.Errorf("after one step at %+v reads %v", tc, imu.Attitude)
 		}
 		// Linear acceleration without gravity of a free fall is -g in the world, i.e. R^T (0,0,-g).
-		want := [3]float64{9.81 * math.Sin(tc.pitch), -9.81 * math.Cos(tc.pitch) * math.Sin(tc.roll), -9.81 * math.Cos(tc.pitch) * math.Cos(tc.roll)}
+		want := [3]float64{proto.StandardGravity * math.Sin(tc.pitch), -proto.StandardGravity * math.Cos(tc.pitch) * math.Sin(tc.roll), -proto.StandardGravity * math.Cos(tc.pitch) * math.Cos(tc.roll)}
 		for k := range 3 {
 			if math.Abs(imu.LinearAcc[k]-want[k]) > 1e-6 {
 				t.Errorf("free-fall linear acc %v, want %v", imu.LinearAcc, want)
@@ -326,17 +327,13 @@ func TestIMUAttitude(t *testing.T) {
 	}
 }
 
-// Motor readings are the joint state through the real joint<->motor map, offsets included.
+// Motor readings are the joint state through the real joint<->motor map.
 func TestMotorsMatchJointMap(t *testing.T) {
-	var offsets joints
-	for j := range offsets {
-		offsets[j] = 0.01 * float64(j-5)
-	}
-	r := newRobot(t, Config{JointOffset: offsets})
+	r := newRobot(t, Config{})
 	tau := standingFeedforward(t, r)
 	hold(t, r, jointTarget{Q: StandingPose(), Tau: tau, Kp: testKp, Kd: testKd}, 300, nil)
-	var motors [NumMotors]MotorState
-	r.Motors(&motors)
+	var motors [NumMotors]board.MotorReading
+	r.ReadMotors(&motors)
 	var s proto.Sensor
 	for m, ms := range motors {
 		d := &s.Drivers[m/proto.MotorsPerDriver]
@@ -345,7 +342,7 @@ func TestMotorsMatchJointMap(t *testing.T) {
 		d.Current[m%proto.MotorsPerDriver] = ms.Current
 	}
 	var js solo12.JointState
-	(&solo12.Map{Offset: offsets}).ReadSensor(&s, &js)
+	(&solo12.Map{}).ReadSensor(&s, &js)
 	var q, qd joints
 	r.Joints(&q, &qd)
 	for j := range q {
@@ -362,9 +359,9 @@ func TestMotorsMatchJointMap(t *testing.T) {
 
 func TestCurrentSaturationAndDisable(t *testing.T) {
 	r := newRobot(t, Config{FixedBase: true, CurrentLimit: 12})
-	var drive [NumMotors]MotorDrive
+	var drive [NumMotors]board.MotorDrive
 	for m := range drive {
-		drive[m] = MotorDrive{Enabled: true, MotorCommand: proto.MotorCommand{CurrentRef: 100, ISat: 3}}
+		drive[m] = board.MotorDrive{Enabled: true, MotorCommand: proto.MotorCommand{CurrentRef: 100, ISat: 3}}
 	}
 	drive[1].ISat = 0  // falls back to the cards' own limit
 	drive[2].ISat = 20 // above the cards' limit
@@ -373,8 +370,8 @@ func TestCurrentSaturationAndDisable(t *testing.T) {
 	if err := r.Step(&drive); err != nil {
 		t.Fatal(err)
 	}
-	var motors [NumMotors]MotorState
-	r.Motors(&motors)
+	var motors [NumMotors]board.MotorReading
+	r.ReadMotors(&motors)
 	want := [NumMotors]float64{3, 12, 12, 0, -3, 3, 3, 3, 3, 3, 3, 3}
 	for m := range motors {
 		if motors[m].Current != want[m] {
@@ -385,8 +382,8 @@ func TestCurrentSaturationAndDisable(t *testing.T) {
 
 func TestStepRejectsNonFinite(t *testing.T) {
 	r := newRobot(t, Config{})
-	var drive [NumMotors]MotorDrive
-	drive[7] = MotorDrive{Enabled: true, MotorCommand: proto.MotorCommand{Kp: math.NaN()}}
+	var drive [NumMotors]board.MotorDrive
+	drive[7] = board.MotorDrive{Enabled: true, MotorCommand: proto.MotorCommand{Kp: math.NaN()}}
 	before := r.Time()
 	if err := r.Step(&drive); !errors.Is(err, ErrNonFiniteDrive) {
 		t.Fatalf("Step = %v, want ErrNonFiniteDrive", err)
@@ -441,19 +438,19 @@ func TestDeterminism(t *testing.T) {
 	run := func(seed uint64) ([]float64, []float64) {
 		r := newRobot(t, Config{Seed: seed, Noise: noise})
 		tg := jointTarget{Kp: testKp, Kd: testKd, Tau: standingFeedforward(t, r)}
-		var drive [NumMotors]MotorDrive
+		var drive [NumMotors]board.MotorDrive
 		var traj, readings []float64
-		var motors [NumMotors]MotorState
+		var motors [NumMotors]board.MotorReading
 		var imu proto.IMU
 		for k := range 1500 {
 			tg.Q = StandingPose()
 			tg.Q[1] += 0.3 * math.Sin(float64(k)*0.01)
-			jointDrive(&tg, joints{}, &drive)
+			jointDrive(&tg, &drive)
 			if err := r.Step(&drive); err != nil {
 				t.Fatal(err)
 			}
-			r.Motors(&motors)
-			r.IMU(&imu)
+			r.ReadMotors(&motors)
+			r.ReadIMU(&imu)
 			readings = append(readings, motors[3].Position, motors[3].Current, imu.Accelerometer[0], imu.Gyroscope[1], r.Mocap().Yaw)
 		}
 		traj = append(traj, r.World().QPos()...)
@@ -479,17 +476,17 @@ func TestDeterminism(t *testing.T) {
 
 func TestControlPathAllocatesNothing(t *testing.T) {
 	r := newRobot(t, Config{Noise: Noise{AccelStd: 0.1, EncoderStd: 1e-3}})
-	var drive [NumMotors]MotorDrive
-	jointDrive(&jointTarget{Q: StandingPose(), Kp: testKp, Kd: testKd}, joints{}, &drive)
-	var motors [NumMotors]MotorState
+	var drive [NumMotors]board.MotorDrive
+	jointDrive(&jointTarget{Q: StandingPose(), Kp: testKp, Kd: testKd}, &drive)
+	var motors [NumMotors]board.MotorReading
 	var imu proto.IMU
 	var hm [skills.HeightMapPoints]float64
 	n := testing.AllocsPerRun(200, func() {
 		if err := r.Step(&drive); err != nil {
 			t.Fatal(err)
 		}
-		r.Motors(&motors)
-		r.IMU(&imu)
+		r.ReadMotors(&motors)
+		r.ReadIMU(&imu)
 		_ = r.Mocap()
 		r.HeightMap(&hm)
 	})
