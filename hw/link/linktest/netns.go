@@ -3,6 +3,7 @@
 package linktest
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -12,12 +13,18 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// netnsDir is where `ip netns add` mounts named namespaces.
-const netnsDir = "/run/netns"
+const (
+	// netnsDir is where `ip netns add` mounts named namespaces.
+	netnsDir = "/run/netns"
+	// linkUpTimeout bounds the wait for a new veth pair to come up; the kernel batches link
+	// events for up to a second.
+	linkUpTimeout = 5 * time.Second
+)
 
 // pairCount makes names unique within the process; the pid makes them unique on the host.
 var pairCount atomic.Uint32
@@ -71,7 +78,32 @@ func VethPair(t testing.TB) (a, b *Namespace) {
 			t.Fatal(err)
 		}
 	}
+	for _, ns := range []*Namespace{a, b} {
+		if err := ns.waitUp(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return a, b
+}
+
+// waitUp waits until the kernel's link watcher has brought the interface up. Until then its
+// queueing discipline is "noop", which silently drops every frame sent: a test writing at once
+// would lose its first frames.
+func (ns *Namespace) waitUp() error {
+	deadline := time.Now().Add(linkUpTimeout)
+	for {
+		out, err := exec.Command("ip", "-n", ns.name, "-o", "link", "show", "dev", ns.ifname).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("linktest: ip -n %s link show %s: %w: %s", ns.name, ns.ifname, err, out)
+		}
+		if bytes.Contains(out, []byte("state UP")) && !bytes.Contains(out, []byte("qdisc noop")) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("linktest: %s in %s not up after %v: %s", ns.ifname, ns.name, linkUpTimeout, out)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // Do runs fn on a fresh goroutine whose OS thread has entered the namespace, and returns fn's
