@@ -1,0 +1,256 @@
+package dice
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+
+	"github.com/dualforce/dualforce/trainer/dataset"
+	"github.com/dualforce/dualforce/trainer/nn"
+)
+
+// Config sets up a Trainer. DefaultConfig gives the project's values.
+type Config struct {
+	Gamma float64
+	// ValueHidden and PolicyHidden are hidden widths; an empty ValueHidden
+	// makes V linear in the observation (tabular for one-hot features).
+	ValueHidden, PolicyHidden []int
+	Activation                nn.Activation
+	ValueLR, PolicyLR         float64
+	// Batch is the number of transitions per value and policy step,
+	// InitBatch the number of initial states per value step.
+	Batch, InitBatch int
+	// ValueSteps and PolicySteps are gradient steps per Iterate. Each
+	// Iterate also makes one pass over the whole set for the weights, which
+	// costs about as much as 2N/(3*Batch) value steps.
+	ValueSteps, PolicySteps int
+	// ChunkRows bounds the rows per forward pass of the whole-set pass.
+	ChunkRows int
+	Seed      uint64
+}
+
+// DefaultConfig is gamma 0.99, V and pi 256-256 ReLU, Adam 3e-4, batch 8192,
+// one value and one policy step per iteration (the paper's Algorithm 1).
+func DefaultConfig() Config {
+	return Config{
+		Gamma: 0.99, ValueHidden: []int{256, 256}, PolicyHidden: []int{256, 256}, Activation: nn.ReLU,
+		ValueLR: 3e-4, PolicyLR: 3e-4, Batch: 8192, InitBatch: 8192,
+		ValueSteps: 1, PolicySteps: 1, ChunkRows: 8192, Seed: 1,
+	}
+}
+
+// ErrConfig reports an unusable configuration.
+var ErrConfig = errors.New("dice: bad configuration")
+
+// ErrRewardLength reports a reward column that does not have one value per
+// transition.
+var ErrRewardLength = errors.New("dice: reward length differs from the number of transitions")
+
+// Trainer runs DICE on one offline set with one fixed reward. It is not safe
+// for concurrent use; independent trainers may run side by side.
+type Trainer struct {
+	cfg    Config
+	data   *dataset.Offline
+	reward []float32
+	init   []int
+	rng    *rand.Rand
+
+	V     *nn.MLP[float32]
+	Pi    *nn.SquashedGaussian[float32]
+	vOpt  *nn.Adam[float32]
+	piOpt *nn.Adam[float32]
+
+	u, logJac []float32 // unsquashed dataset actions
+
+	vTape, piTape nn.Tape[float32]
+	vIn, dV       []float32
+	r, notDone    []float32
+	deltaBatch    []float64
+	piObs, piU    []float32
+	piJac, piW    []float32
+	delta, w      []float64
+	iteration     int
+}
+
+// New validates the data and the reward (one value per transition, finite)
+// and builds fresh networks.
+func New(data *dataset.Offline, reward []float32, cfg Config) (*Trainer, error) {
+	if cfg.Gamma <= 0 || cfg.Gamma >= 1 || cfg.ValueLR <= 0 || cfg.PolicyLR <= 0 || cfg.Batch <= 0 ||
+		cfg.InitBatch <= 0 || cfg.ValueSteps < 0 || cfg.PolicySteps < 0 || cfg.ChunkRows <= 0 {
+		return nil, fmt.Errorf("%w: %+v", ErrConfig, cfg)
+	}
+	if err := data.Validate(); err != nil {
+		return nil, err
+	}
+	n := data.Len()
+	if len(reward) != n {
+		return nil, fmt.Errorf("%w: %d rewards for %d transitions", ErrRewardLength, len(reward), n)
+	}
+	if err := dataset.CheckFinite("reward", reward, 1); err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0xd1ce))
+	v, err := nn.NewMLP[float32](rng, append(append([]int{data.ObsDim}, cfg.ValueHidden...), 1), cfg.Activation, nn.Identity)
+	if err != nil {
+		return nil, fmt.Errorf("dice: value network: %w", err)
+	}
+	pi, err := nn.NewSquashedGaussian[float32](rng, data.ObsDim, cfg.PolicyHidden, cfg.Activation, data.ActDim)
+	if err != nil {
+		return nil, fmt.Errorf("dice: policy network: %w", err)
+	}
+	b, b0, d := cfg.Batch, cfg.InitBatch, data.ObsDim
+	t := &Trainer{
+		cfg: cfg, data: data, reward: reward, init: data.InitialStates(), rng: rng,
+		V: v, Pi: pi,
+		vOpt:  nn.NewAdam[float32](len(v.Params()), cfg.ValueLR),
+		piOpt: nn.NewAdam[float32](len(pi.Net.Params()), cfg.PolicyLR),
+		u:     make([]float32, len(data.Act)), logJac: make([]float32, n),
+		vIn: make([]float32, (2*b+b0)*d), dV: make([]float32, 2*b+b0),
+		r: make([]float32, b), notDone: make([]float32, b), deltaBatch: make([]float64, b),
+		piObs: make([]float32, b*d), piU: make([]float32, b*data.ActDim),
+		piJac: make([]float32, b), piW: make([]float32, b),
+		delta: make([]float64, n), w: make([]float64, n),
+	}
+	nn.Unsquash(data.Act, data.ActDim, t.u, t.logJac)
+	return t, nil
+}
+
+// dualLoss returns L = (1-gamma) mean_j v0_j + log mean_b exp(delta_b) with
+// delta_b = r_b + gamma notDone_b vNext_b - v_b (delta is written to delta),
+// and its gradient. With p = softmax(delta) over the batch,
+//
+//	dL/dv_b = -p_b,  dL/dvNext_b = gamma notDone_b p_b,  dL/dv0_j = (1-gamma)/B0.
+func dualLoss[T nn.Float](gamma float64, r, notDone, v, vNext, v0 []T, delta []float64, gv, gvNext, gv0 []T) float64 {
+	for b := range v {
+		delta[b] = float64(r[b]) + gamma*float64(notDone[b])*float64(vNext[b]) - float64(v[b])
+	}
+	lme := nn.LogMeanExp(delta)
+	for b, db := range delta {
+		p := math.Exp(db-lme) / float64(len(delta))
+		gv[b] = T(-p)
+		gvNext[b] = T(gamma * float64(notDone[b]) * p)
+	}
+	mean0 := 0.0
+	for _, x := range v0 {
+		mean0 += float64(x)
+	}
+	mean0 /= float64(len(v0))
+	for j := range gv0 {
+		gv0[j] = T((1 - gamma) / float64(len(v0)))
+	}
+	return (1-gamma)*mean0 + lme
+}
+
+func (t *Trainer) gatherObs(dst, src []float32, i, row int) {
+	d := t.data.ObsDim
+	copy(dst[row*d:(row+1)*d], src[i*d:(i+1)*d])
+}
+
+// ValueStep takes one Adam step on the dual objective with Batch transitions
+// and InitBatch initial states drawn uniformly with replacement, and returns
+// the batch loss.
+func (t *Trainer) ValueStep() float64 {
+	b, b0, d := t.cfg.Batch, t.cfg.InitBatch, t.data.ObsDim
+	for k := range b {
+		i := t.rng.IntN(t.data.Len())
+		t.gatherObs(t.vIn, t.data.Obs, i, k)
+		t.gatherObs(t.vIn, t.data.NextObs, i, b+k)
+		t.r[k] = t.reward[i]
+		t.notDone[k] = 1
+		if t.data.Terminal[i] {
+			t.notDone[k] = 0
+		}
+	}
+	for k := range b0 {
+		t.gatherObs(t.vIn, t.data.Obs, t.init[t.rng.IntN(len(t.init))], 2*b+k)
+	}
+	t.V.ZeroGrad()
+	out := t.V.Forward(&t.vTape, t.vIn[:(2*b+b0)*d], 2*b+b0)
+	loss := dualLoss(t.cfg.Gamma, t.r, t.notDone, out[:b], out[b:2*b], out[2*b:], t.deltaBatch,
+		t.dV[:b], t.dV[b:2*b], t.dV[2*b:])
+	t.V.Backward(&t.vTape, t.dV, nil)
+	t.vOpt.Step(t.V.Params(), t.V.Grads())
+	return loss
+}
+
+// Weights computes delta for every transition of the set in chunks of
+// ChunkRows and returns w = softmax(delta) over the whole set. The slice is
+// the trainer's and is overwritten by the next call.
+func (t *Trainer) Weights() []float64 {
+	n, d, g := t.data.Len(), t.data.ObsDim, t.cfg.Gamma
+	for start := 0; start < n; start += t.cfg.ChunkRows {
+		rows := min(t.cfg.ChunkRows, n-start)
+		vNext := t.V.Forward(&t.vTape, t.data.NextObs[start*d:(start+rows)*d], rows)
+		for k, x := range vNext {
+			notDone := 1.0
+			if t.data.Terminal[start+k] {
+				notDone = 0
+			}
+			t.delta[start+k] = float64(t.reward[start+k]) + g*notDone*float64(x)
+		}
+		v := t.V.Forward(&t.vTape, t.data.Obs[start*d:(start+rows)*d], rows)
+		for k, x := range v {
+			t.delta[start+k] -= float64(x)
+		}
+	}
+	nn.Softmax(t.delta, t.w)
+	return t.w
+}
+
+// PolicyStep takes one Adam step of weighted behaviour cloning: it maximises
+// (N/B) sum_b w_b log pi(a_b|s_b) over Batch transitions drawn uniformly
+// (the paper's unbiased batch form of sum_{D_O} w log pi), and returns the
+// batch loss -(N/B) sum_b w_b log pi(a_b|s_b).
+func (t *Trainer) PolicyStep(w []float64) float64 {
+	b, a := t.cfg.Batch, t.data.ActDim
+	scale := float64(t.data.Len()) / float64(b)
+	for k := range b {
+		i := t.rng.IntN(t.data.Len())
+		t.gatherObs(t.piObs, t.data.Obs, i, k)
+		copy(t.piU[k*a:(k+1)*a], t.u[i*a:(i+1)*a])
+		t.piJac[k] = t.logJac[i]
+		t.piW[k] = float32(scale * w[i])
+	}
+	t.Pi.Net.ZeroGrad()
+	loss := t.Pi.WeightedNLL(&t.piTape, t.piObs, t.piU, t.piJac, t.piW, b)
+	t.piOpt.Step(t.Pi.Net.Params(), t.Pi.Net.Grads())
+	return loss
+}
+
+// Diagnostics describe one iteration.
+type Diagnostics struct {
+	Iteration             int
+	ValueLoss, PolicyLoss float64 // of the last step of the iteration
+	Weights               WeightStats
+}
+
+// LogValue lets Diagnostics be logged as one slog group.
+func (d Diagnostics) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.Int("iteration", d.Iteration),
+		slog.Float64("value_loss", d.ValueLoss),
+		slog.Float64("policy_loss", d.PolicyLoss),
+		slog.Float64("ess", d.Weights.ESS),
+		slog.Float64("max_w", d.Weights.Max),
+		slog.Float64("kl", d.Weights.KL),
+	)
+}
+
+// Iterate runs ValueSteps value steps, one whole-set weight pass and
+// PolicySteps policy steps, and returns the diagnostics and the weights
+// (the trainer's slice, see Weights).
+func (t *Trainer) Iterate() (Diagnostics, []float64) {
+	t.iteration++
+	diag := Diagnostics{Iteration: t.iteration}
+	for range t.cfg.ValueSteps {
+		diag.ValueLoss = t.ValueStep()
+	}
+	w := t.Weights()
+	for range t.cfg.PolicySteps {
+		diag.PolicyLoss = t.PolicyStep(w)
+	}
+	diag.Weights = Summarise(w)
+	return diag, w
+}

@@ -1,0 +1,17 @@
+// Package dice owns distribution-correction estimation with the KL dual:
+// the value objective
+//
+//	L(V) = (1-gamma) E_{s0}[V(s0)] + log E_{D_O}[exp(delta)],
+//	delta(s,a,s') = R(s,a) + gamma (1-terminal) V(s') - V(s),
+//
+// the occupancy ratios w = softmax of delta over the WHOLE offline set,
+// weighted behaviour cloning of a tanh-squashed Gaussian policy, and the
+// per-iteration diagnostics (effective sample size, largest weight, the
+// paper's off-policy KL estimate, and, kept apart, the weight mass on
+// expert transitions). With R = r_E (the discriminator's reward) this is
+// SMODICE.
+//
+// The trainer never sees which transitions are expert ones: dataset.Offline
+// has no such column and ExpertMass, the only reader of the labels, is a
+// free function of the weights.
+package dice
