@@ -1,0 +1,220 @@
+package skills
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// FormatVersion is the bank format this package writes and reads.
+const FormatVersion = 1
+
+// HeadLayout names the policy head convention (see Policy); the manifest
+// records it so a reader can refuse a bank whose networks mean something else.
+const HeadLayout = "mean,log_std"
+
+// Bank is a trained skill bank: one policy network per skill slot (skill
+// index i of Dual-Force), every stored latent z_i^k with its metadata, and the
+// Contract that says how to feed and drive the networks.
+type Bank struct {
+	Producer  string // free text: which program and version wrote the bank
+	Contract  Contract
+	LatentDim int
+	Slots     []Slot
+	Latents   []Latent
+	FRE       *FRE // optional; reserved for the FRE encoder (a later issue)
+}
+
+// Slot is skill i's latent-conditioned policy pi_i(a | s, z); see Policy for
+// the network contract.
+type Slot struct {
+	Policy MLP
+}
+
+// Latent is one recallable skill: slot Info.Skill run with latent Z.
+type Latent struct {
+	Info LatentInfo
+	Z    []float32
+}
+
+// LatentInfo is the metadata of a stored latent z_i^k.
+type LatentInfo struct {
+	Skill        int       `json:"skill"`                   // slot index i
+	Iteration    int       `json:"iteration"`               // outer iteration k
+	Name         string    `json:"name,omitempty"`          // human label, e.g. "scripted-trot fit"; unique when set
+	SigmoidMu    float64   `json:"sigmoid_mu"`              // sigmoid(mu_i) at iteration k
+	Phi          float64   `json:"phi"`                     // constraint estimate phi_i (nats)
+	OfflinePsi   []float32 `json:"offline_psi"`             // successor features on the offline data (feature dim)
+	OnlineReturn *float64  `json:"online_return,omitempty"` // mean return under the withheld task reward
+	OnlinePsi    []float32 `json:"online_psi,omitempty"`    // successor features measured in rollouts
+	PassedFilter *bool     `json:"passed_filter,omitempty"` // >= 50% of the SMODICE-expert's return
+	Tags         []string  `json:"tags,omitempty"`          // free form: "left", "high", ...
+}
+
+// FRE carries the functional-reward encoder. Format v1 only reserves it:
+// Config is opaque JSON (stored compacted) and Arrays are float32 arrays of rank 1 or 2, both
+// stored and checksummed like everything else.
+type FRE struct {
+	Config json.RawMessage
+	Arrays map[string]Array
+}
+
+// Array is a float32 array in row-major order.
+type Array struct {
+	Shape []int
+	Data  []float32
+}
+
+// Bank size bounds that apply to writing and reading alike.
+const (
+	maxSlots     = 256
+	maxLayers    = 16
+	maxLatents   = 1 << 16
+	maxTagLen    = 256
+	maxArrayRank = 2
+)
+
+var arrayNameRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
+
+// Validate checks the bank as a whole: the contract, that its layout is one
+// the runtime can feed, every slot network against the policy contract, and
+// every latent's metadata.
+func (b *Bank) Validate() error {
+	if err := b.Contract.Validate(); err != nil {
+		return err
+	}
+	if err := b.Contract.CheckFeedable(); err != nil {
+		return err
+	}
+	if b.LatentDim < 1 || b.LatentDim > maxLayerWidth {
+		return fmt.Errorf("latent dim %d outside 1..%d", b.LatentDim, maxLayerWidth)
+	}
+	if len(b.Slots) == 0 || len(b.Slots) > maxSlots {
+		return fmt.Errorf("%d skill slots, want 1..%d", len(b.Slots), maxSlots)
+	}
+	obsDim := b.Contract.Layout.Dim()
+	for i := range b.Slots {
+		net := &b.Slots[i].Policy
+		if len(net.Layers) > maxLayers {
+			return fmt.Errorf("slot %d has %d layers, at most %d", i, len(net.Layers), maxLayers)
+		}
+		if err := CheckPolicyNet(net, obsDim, b.LatentDim, NumJoints); err != nil {
+			return fmt.Errorf("slot %d: %w", i, err)
+		}
+	}
+	if len(b.Latents) == 0 || len(b.Latents) > maxLatents {
+		return fmt.Errorf("%d latents, want 1..%d", len(b.Latents), maxLatents)
+	}
+	featDim := b.Contract.Features.Dim(b.Contract.Layout)
+	names := make(map[string]int)
+	for i := range b.Latents {
+		if err := b.Latents[i].validate(len(b.Slots), b.LatentDim, featDim); err != nil {
+			return fmt.Errorf("latent %d: %w", i, err)
+		}
+		if n := b.Latents[i].Info.Name; n != "" {
+			if j, dup := names[n]; dup {
+				return fmt.Errorf("latents %d and %d are both named %q", j, i, n)
+			}
+			names[n] = i
+		}
+	}
+	if b.FRE != nil {
+		if err := b.FRE.validate(); err != nil {
+			return fmt.Errorf("fre: %w", err)
+		}
+	}
+	return nil
+}
+
+func (l *Latent) validate(slots, latentDim, featDim int) error {
+	in := &l.Info
+	switch {
+	case in.Skill < 0 || in.Skill >= slots:
+		return fmt.Errorf("skill index %d, bank has %d slots", in.Skill, slots)
+	case in.Iteration < 0:
+		return fmt.Errorf("iteration %d is negative", in.Iteration)
+	case len(l.Z) != latentDim:
+		return fmt.Errorf("z has %d values, want %d", len(l.Z), latentDim)
+	case !allFinite(l.Z):
+		return errors.New("z has NaN or Inf")
+	case !(in.SigmoidMu >= 0 && in.SigmoidMu <= 1):
+		return fmt.Errorf("sigmoid_mu %v outside [0,1]", in.SigmoidMu)
+	case math.IsNaN(in.Phi) || math.IsInf(in.Phi, 0):
+		return fmt.Errorf("phi %v is not finite", in.Phi)
+	case len(in.OfflinePsi) != featDim || !allFinite(in.OfflinePsi):
+		return fmt.Errorf("offline_psi has %d values, want %d finite ones", len(in.OfflinePsi), featDim)
+	case in.OnlinePsi != nil && (len(in.OnlinePsi) != featDim || !allFinite(in.OnlinePsi)):
+		return fmt.Errorf("online_psi has %d values, want %d finite ones", len(in.OnlinePsi), featDim)
+	case in.OnlineReturn != nil && (math.IsNaN(*in.OnlineReturn) || math.IsInf(*in.OnlineReturn, 0)):
+		return fmt.Errorf("online_return %v is not finite", *in.OnlineReturn)
+	case len(in.Name) > maxTagLen:
+		return fmt.Errorf("name is %d bytes long, at most %d", len(in.Name), maxTagLen)
+	}
+	for _, t := range in.Tags {
+		if t == "" || len(t) > maxTagLen || strings.TrimSpace(t) != t {
+			return fmt.Errorf("tag %q: want 1..%d bytes without surrounding space", t, maxTagLen)
+		}
+	}
+	return nil
+}
+
+func (f *FRE) validate() error {
+	if len(f.Config) > 0 && !json.Valid(f.Config) {
+		return errors.New("config is not valid JSON")
+	}
+	for name, a := range f.Arrays {
+		if !arrayNameRE.MatchString(freArrayPrefix + name) {
+			return fmt.Errorf("array name %q: want [A-Za-z0-9_.-], at most %d bytes", name, 128-len(freArrayPrefix))
+		}
+		if err := checkShape(a.Shape); err != nil {
+			return fmt.Errorf("array %q: %w", name, err)
+		}
+		if len(a.Data) != numElements(a.Shape) {
+			return fmt.Errorf("array %q has %d values for shape %v", name, len(a.Data), a.Shape)
+		}
+		if !allFinite(a.Data) {
+			return fmt.Errorf("array %q has NaN or Inf", name)
+		}
+	}
+	return nil
+}
+
+// maxArrayElements bounds one array (64 MiB of float32).
+const maxArrayElements = 1 << 24
+
+func checkShape(shape []int) error {
+	if len(shape) == 0 || len(shape) > maxArrayRank {
+		return fmt.Errorf("rank %d, want 1..%d", len(shape), maxArrayRank)
+	}
+	n := 1
+	for _, d := range shape {
+		if d < 1 || d > maxArrayElements || n > maxArrayElements/d {
+			return fmt.Errorf("shape %v: dims must be positive and hold at most %d elements", shape, maxArrayElements)
+		}
+		n *= d
+	}
+	return nil
+}
+
+func numElements(shape []int) int {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	return n
+}
+
+// sortedKeys returns m's keys in order, so files are byte-for-byte
+// reproducible.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
