@@ -161,8 +161,11 @@ func EncodeBank(w io.Writer, b *Bank) error {
 		m.Arrays = append(m.Arrays, arrayEntry{Name: a.name, Dtype: npyDtype, Shape: a.shape, SHA256: hex.EncodeToString(sum[:])})
 	}
 	slices.SortFunc(m.Arrays, func(a, b arrayEntry) int { return strings.Compare(a.Name, b.Name) })
-	js, err := json.MarshalIndent(m, "", " ")
-	if err != nil {
+	var js bytes.Buffer
+	enc := json.NewEncoder(&js)
+	enc.SetEscapeHTML(false) // keep "<f4" readable
+	enc.SetIndent("", " ")
+	if err := enc.Encode(m); err != nil {
 		return fmt.Errorf("skills: encode manifest: %w", err)
 	}
 	zw := zip.NewWriter(w)
@@ -174,7 +177,7 @@ func EncodeBank(w io.Writer, b *Bank) error {
 		_, err = f.Write(data)
 		return err
 	}
-	if err := put(ManifestMember, append(js, '\n')); err != nil {
+	if err := put(ManifestMember, js.Bytes()); err != nil {
 		return fmt.Errorf("skills: write manifest: %w", err)
 	}
 	for i, a := range arrays {
