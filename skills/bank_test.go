@@ -142,7 +142,7 @@ type member struct {
 	method uint16
 }
 
-func unzipMembers(t *testing.T, raw []byte) []member {
+func unzipMembers(t testing.TB, raw []byte) []member {
 	t.Helper()
 	zr, err := zip.NewReader(bytes.NewReader(raw), int64(len(raw)))
 	if err != nil {
@@ -395,7 +395,7 @@ func TestReadBankRefusesCorruptBanks(t *testing.T) {
 // rezipRaw stores members byte for byte under whatever method they claim
 // (the members of an encoded bank are stored, so this rebuilds it exactly),
 // so a member can also carry a compression method no reader knows.
-func rezipRaw(t *testing.T, ms []member) []byte {
+func rezipRaw(t testing.TB, ms []member) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)

@@ -1,6 +1,7 @@
 package skills
 
 import (
+	"archive/zip"
 	"bytes"
 	"math"
 	"reflect"
@@ -33,6 +34,37 @@ func FuzzReadBank(f *testing.F) {
 			t.Fatalf("accepted bank does not re-encode: %v", err)
 		}
 		back, err := DecodeBank(bytes.NewReader(buf.Bytes()), int64(buf.Len()), DefaultLimits)
+		if err != nil || !reflect.DeepEqual(back, b) {
+			t.Fatalf("accepted bank does not round-trip: %v", err)
+		}
+	})
+}
+
+// FuzzBankManifest rewrites the manifest of a valid bank and re-zips it with
+// a correct CRC, so the fuzzer explores the manifest-driven checks (array
+// table, references, shapes, contract, metadata) that zip CRC-32 hides from
+// FuzzReadBank.
+func FuzzBankManifest(f *testing.F) {
+	ms := unzipMembers(f, encode(f, sampleBank(f, Locomotion48(), 2, 2, 3, 4)))
+	js := ms[0].data
+	f.Add(js)
+	f.Add(js[:len(js)/2])
+	f.Add([]byte("{}"))
+	f.Add(bytes.Replace(js, []byte(`"format_version": 1`), []byte(`"format_version": 2`), 1))
+	f.Add(bytes.Replace(js, []byte(`"in": 51`), []byte(`"in": 50`), 1))
+	f.Add(bytes.Replace(js, []byte(`"skill": 1`), []byte(`"skill": 9`), 1))
+	f.Fuzz(func(t *testing.T, manifest []byte) {
+		edited := append([]member(nil), ms...)
+		edited[0] = member{ManifestMember, manifest, zip.Store}
+		raw := rezipRaw(t, edited)
+		b, err := decode(raw)
+		if err != nil {
+			return
+		}
+		if err := b.Validate(); err != nil {
+			t.Fatalf("accepted an invalid bank: %v", err)
+		}
+		back, err := decode(encode(t, b))
 		if err != nil || !reflect.DeepEqual(back, b) {
 			t.Fatalf("accepted bank does not round-trip: %v", err)
 		}

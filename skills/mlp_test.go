@@ -164,6 +164,28 @@ func TestPolicyMatchesFullNetwork(t *testing.T) {
 	}
 }
 
+func TestSingleLayerPolicy(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	m := randomMLP(rng, ActNone, 48+4, 2*NumJoints)
+	p, err := NewPolicy(m, 48, 4, NumJoints)
+	if err != nil {
+		t.Fatal(err)
+	}
+	z, obs, act := randomVec(rng, 4), randomVec(rng, 48), make([]float32, NumJoints)
+	if err := p.SetLatent(z); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Act(obs, act); err != nil {
+		t.Fatal(err)
+	}
+	want := referenceForward(m, append(append([]float32(nil), obs...), z...))
+	for i := range act {
+		if !closeTo(act[i], math.Tanh(want[i]), 1e-5) {
+			t.Fatalf("action %d = %v, want %v", i, act[i], math.Tanh(want[i]))
+		}
+	}
+}
+
 func TestPolicyDoesNotAllocate(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	p, err := NewPolicy(randomMLP(rng, ActReLU, 171+128, 256, 256, 24), 171, 128, 12)

@@ -84,6 +84,9 @@ func NewPolicy(net MLP, obsDim, latentDim, actDim int) (*Policy, error) {
 		return nil, err
 	}
 	p.eval = eval
+	// A single-layer network is its own head: keep only the mean rows.
+	rows := eval.layers[0].out
+	p.wz, p.b0 = p.wz[:rows*latentDim], p.b0[:rows]
 	p.hasLatent = latentDim == 0
 	return p, nil
 }
