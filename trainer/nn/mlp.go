@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"unsafe"
 )
 
 // Activation is the element-wise function a Dense layer applies after its
@@ -195,10 +196,11 @@ func biasActivate[T Float](out, b []T, act Activation) {
 func scaleByDerivative[T Float](g, y []T, act Activation) {
 	switch act {
 	case ReLU:
-		for i, yi := range y {
-			if yi <= 0 {
-				g[i] = 0
-			}
+		var zero T
+		if unsafe.Sizeof(zero) == 4 {
+			reluGrad32(as32(g), as32(y))
+		} else {
+			reluGrad64(as64(g), as64(y))
 		}
 	case Tanh:
 		for i, yi := range y {
@@ -264,6 +266,32 @@ func (m *MLP[T]) BackwardWith(tp *Tape[T], dOut []T, extra [][]T, dX []T) {
 		case dX != nil:
 			Gemm(false, false, rows, d.In, d.Out, 1, g, d.W, 0, dX[:rows*d.In])
 		}
+	}
+}
+
+// reluGrad32 and reluGrad64 zero g where the ReLU output y is 0. ReLU
+// outputs are +0 or positive, so an integer test on the bits decides, and
+// selecting integers compiles to a conditional move: the signs of a layer's
+// pre-activations are random and a branch here mispredicts half the time.
+func reluGrad32(g, y []float32) {
+	y = y[:len(g)]
+	for i, yi := range y {
+		b := math.Float32bits(g[i])
+		if math.Float32bits(yi) == 0 {
+			b = 0
+		}
+		g[i] = math.Float32frombits(b)
+	}
+}
+
+func reluGrad64(g, y []float64) {
+	y = y[:len(g)]
+	for i, yi := range y {
+		b := math.Float64bits(g[i])
+		if math.Float64bits(yi) == 0 {
+			b = 0
+		}
+		g[i] = math.Float64frombits(b)
 	}
 }
 

@@ -1,0 +1,107 @@
+package dice
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dualforce/dualforce/trainer/dataset"
+	"github.com/dualforce/dualforce/trainer/nn"
+)
+
+// locomotionSet is random data of the locomotion shapes (48 observations,
+// 12 actions); the update's cost does not depend on the values.
+func locomotionSet(n int) (*dataset.Offline, []float32) {
+	const obsDim, actDim = 48, 12
+	rng := rand.New(rand.NewPCG(8, 192))
+	o := &dataset.Offline{
+		ObsDim: obsDim, ActDim: actDim,
+		Obs: make([]float32, n*obsDim), NextObs: make([]float32, n*obsDim), Act: make([]float32, n*actDim),
+		Terminal: make([]bool, n), Timeout: make([]bool, n), EpisodeStart: make([]bool, n),
+	}
+	for i := range o.Obs {
+		o.Obs[i], o.NextObs[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
+	}
+	for i := range o.Act {
+		o.Act[i] = float32(2*rng.Float64() - 1)
+	}
+	reward := make([]float32, n)
+	for i := range n {
+		o.EpisodeStart[i] = i%50 == 0
+		reward[i] = float32(rng.NormFloat64())
+	}
+	return o, reward
+}
+
+const benchSetSize = 65536
+
+var torchUpdate = sync.OnceValues(func() (float64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "/usr/bin/python3", "../testdata/update_bench.py",
+		"--n", strconv.Itoa(benchSetSize), "--batch", "8192", "--threads", "2")
+	out, err := cmd.Output()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == 3 {
+		return 0, errors.New("torch is not importable by /usr/bin/python3 (apt-get install python3-torch)")
+	}
+	if err != nil {
+		return 0, err
+	}
+	var res struct {
+		MsPerUpdate float64 `json:"ms_per_update"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		return 0, err
+	}
+	return res.MsPerUpdate, nil
+})
+
+// BenchmarkUpdate8192 times one value step plus one policy step at batch
+// 8192 for the locomotion networks (V 48-256-256-1, pi 48-256-256-24, ReLU),
+// on each BLAS backend, and runs trainer/testdata/update_bench.py, the same
+// update in PyTorch (CPU, torch.set_num_threads(2)), to report go/torch, the
+// ratio of the times (below 1: Go is faster). Compare with GOMAXPROCS=2:
+//
+//	GOMAXPROCS=2 go test -run XXX -bench Update8192 -benchtime 10x ./trainer/dice
+func BenchmarkUpdate8192(b *testing.B) {
+	data, reward := locomotionSet(benchSetSize)
+	for _, be := range []nn.Backend{nn.OpenBLAS, nn.PureGo} {
+		b.Run(be.String(), func(b *testing.B) {
+			prev := nn.CurrentBackend()
+			if err := nn.SetBackend(be); err != nil {
+				b.Skip(err)
+			}
+			defer func() { _ = nn.SetBackend(prev) }()
+			tr, err := New(data, reward, DefaultConfig())
+			if err != nil {
+				b.Fatal(err)
+			}
+			w := tr.Weights()
+			tr.ValueStep()
+			tr.PolicyStep(w)
+			b.ReportAllocs()
+			for b.Loop() {
+				tr.ValueStep()
+				tr.PolicyStep(w)
+			}
+			goMs := float64(b.Elapsed().Milliseconds()) / float64(b.N)
+			b.ReportMetric(goMs, "ms/update")
+			torchMs, err := torchUpdate()
+			if err != nil {
+				b.Logf("no PyTorch comparison: %v", err)
+				return
+			}
+			b.Logf("GOMAXPROCS=%d; PyTorch %.1f ms/update, Go (%v) %.1f ms/update", runtime.GOMAXPROCS(0), torchMs, be, goMs)
+			b.ReportMetric(torchMs, "torch-ms/update")
+			b.ReportMetric(goMs/torchMs, "go/torch")
+		})
+	}
+}
