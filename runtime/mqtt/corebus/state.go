@@ -2,10 +2,20 @@ package corebus
 
 import "time"
 
+// SkillSource says where the running skill came from.
+type SkillSource uint8
+
+// Skill sources; the zero value means no skill runs.
+const (
+	SkillNone   SkillSource = iota
+	SkillBank               // the catalogue's skill Index
+	SkillLatent             // a latent the operator sent
+)
+
 // ActiveSkill says what the policy is running.
 type ActiveSkill struct {
-	Index  int  // catalogue index; -1 when no skill is selected or a custom latent runs
-	Custom bool // a latent the operator sent rather than one from the bank
+	Source SkillSource
+	Index  int // catalogue index when Source is SkillBank
 }
 
 // LoopStats are the control loop's counters since start.
