@@ -1,0 +1,388 @@
+package core
+
+import (
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/dualforce/dualforce/hw/proto"
+	"github.com/dualforce/dualforce/hw/slider"
+	"github.com/dualforce/dualforce/hw/solo12"
+	"github.com/dualforce/dualforce/runtime/estimator"
+	"github.com/dualforce/dualforce/runtime/mqtt/corebus"
+	"github.com/dualforce/dualforce/skills"
+)
+
+// Phase is where the controller stands.
+type Phase uint8
+
+const (
+	PhaseWaitReady Phase = iota // motors enabled, waiting for every driver's ready bit
+	PhaseCalibrate              // index search
+	PhaseStandUp                // smooth move to the default pose
+	PhaseHold                   // holding the default pose
+	PhaseRun                    // the skill's policy drives the joints
+	PhaseDamp                   // damping controller (a latched fault, or the operator asked)
+	PhaseStop                   // damping before the motors go off
+	PhaseOff                    // motors disabled
+)
+
+var phaseNames = [...]string{"wait_ready", "calibrate", "stand_up", "hold", "run", "damp", "stop", "off"}
+
+func (p Phase) String() string {
+	if int(p) < len(phaseNames) {
+		return phaseNames[p]
+	}
+	return "unknown"
+}
+
+// Mode is the operator-facing name of a phase.
+func (p Phase) Mode() corebus.Mode {
+	switch p {
+	case PhaseStandUp, PhaseHold:
+		return corebus.ModeStand
+	case PhaseRun:
+		return corebus.ModeRun
+	case PhaseStop, PhaseOff:
+		return corebus.ModeStop
+	}
+	return corebus.ModeDamp
+}
+
+// Perception is what the robot's perception stack delivers: the height map around the base and
+// the base pose from motion capture.
+type Perception struct {
+	Valid     bool
+	HeightMap [skills.HeightMapPoints]float32 // terrain height relative to the base, skills' grid
+	Position  [3]float64                      // world, m
+	Yaw       float64                         // rad about world z
+}
+
+// Input is one link tick's worth of inputs.
+type Input struct {
+	Now        time.Duration    // monotonic time of this tick, from the driver
+	Sensor     *proto.Sensor    // the newest decoded sensor packet (nil before the first)
+	Fresh      bool             // Sensor arrived since the previous Step
+	Perception *Perception      // nil when the robot has none
+	Slider     *slider.Snapshot // nil when no slider box is attached
+	Overrun    bool             // the driver ran this tick past its deadline
+}
+
+// Output is what a Step produces. Slices are valid until the next Step.
+type Output struct {
+	// Command is the packet to send; the host session stamps the session id and command index.
+	Command    proto.Command
+	Events     []corebus.Event
+	PolicyTick bool      // the policy ran this tick
+	Obs        []float32 // the normalised observation, on policy ticks
+	Action     []float32 // the policy's action, on policy ticks
+}
+
+const maxEvents = 16
+
+// Core is the controller. Step it from one goroutine; Submit, OfferBank, State and Catalogue
+// may be called from others.
+type Core struct {
+	cfg    Config
+	limits Limits
+	kp, kd float64
+
+	bank      *Loaded
+	offered   atomic.Pointer[offer]
+	commands  *corebus.Ring[corebus.Command]
+	state     *corebus.Latest[corebus.Snapshot]
+	snap      corebus.Snapshot
+	decim     uint64
+	est       *estimator.Estimator
+	calib     *solo12.Calibrator
+	jmap      solo12.Map
+	js        solo12.JointState
+	jc        solo12.JointCommand
+	switcher  Switcher
+	inputs    skills.Inputs
+	reasons   reasonTable
+	events    [maxEvents]corebus.Event
+	nEvents   int
+	dropped   uint64
+	phase     Phase
+	fault     string
+	estop     bool
+	ticks     uint64
+	lastFresh time.Duration
+	sawSensor bool
+	overruns  int
+	since     time.Duration // when the current phase started
+
+	standFrom  [12]float64
+	targets    [12]float64 // the policy's targets, held between policy ticks
+	held       [12]float64 // what is commanded, slewed towards targets
+	action     [12]float32
+	prevAction [12]float32
+	slot       int
+	active     corebus.ActiveSkill
+	velocity   [3]float64
+	goal       [3]float64
+}
+
+type offer struct {
+	bank *Loaded
+	path string
+	err  error
+	ref  corebus.CommandRef
+}
+
+// New builds a core around a loaded bank.
+func New(cfg Config, bank *Loaded) (*Core, error) {
+	cfg.Bank = bank.Bank
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	est, err := estimator.New(estimator.DefaultConfig())
+	if err != nil {
+		return nil, err
+	}
+	c := &Core{
+		cfg: cfg, limits: cfg.Limits, bank: bank, est: est,
+		commands: corebus.NewRing[corebus.Command](64),
+		state:    corebus.NewLatest[corebus.Snapshot](),
+		decim:    uint64(bank.Bank.Contract.LinkHz / bank.Bank.Contract.PolicyHz),
+		velocity: cfg.Velocity, goal: cfg.Goal,
+		reasons:  newReasonTable(),
+		switcher: newSwitcher(cfg.Switching),
+	}
+	c.setGains(bank)
+	if cfg.Calibration == CalibrateIndex {
+		if c.calib, err = solo12.NewCalibrator(cfg.Index); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.selectLatent(cfg.Skill); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Core) setGains(b *Loaded) {
+	c.kp, c.kd = b.Bank.Contract.Kp, b.Bank.Contract.Kd
+	if c.cfg.Kp > 0 {
+		c.kp = c.cfg.Kp
+	}
+	if c.cfg.Kd > 0 {
+		c.kd = c.cfg.Kd
+	}
+}
+
+// Submit queues an operator command for the next policy tick; false when the queue is full.
+func (c *Core) Submit(cmd corebus.Command) bool { return c.commands.Offer(cmd) }
+
+// OfferBank hands over the result of a bank load done off the control thread: a loaded bank, or
+// the error that refused the file at path. A bank is swapped in at the next policy tick at which
+// no skill runs; either way the answer to ref is an EventBankLoad, and on error the running bank
+// stays.
+func (c *Core) OfferBank(b *Loaded, path string, err error, ref corebus.CommandRef) {
+	c.offered.Store(&offer{bank: b, path: path, err: err, ref: ref})
+}
+
+// State is the snapshot the core publishes at every policy tick, for MQTT and metrics.
+func (c *Core) State() *corebus.Latest[corebus.Snapshot] { return c.state }
+
+// Catalogue lists the running bank's skills.
+func (c *Core) Catalogue() *corebus.Catalogue { return c.bank.catalogue }
+
+// Phase returns the current phase.
+func (c *Core) Phase() Phase { return c.phase }
+
+// Fault returns the latched fault code, "" when none.
+func (c *Core) Fault() string { return c.fault }
+
+// Estimate returns the estimator's current belief.
+func (c *Core) Estimate() *estimator.State { return c.est.State() }
+
+// Joints returns the latest calibrated joint state.
+func (c *Core) Joints() *solo12.JointState { return &c.js }
+
+// Step runs one link tick.
+func (c *Core) Step(in *Input, out *Output) {
+	c.nEvents = 0
+	out.PolicyTick, out.Obs, out.Action = false, nil, nil
+	c.ticks++
+	if in.Fresh && in.Sensor != nil {
+		dt := 0.001
+		if c.sawSensor {
+			dt = (in.Now - c.lastFresh).Seconds()
+		}
+		c.sawSensor, c.lastFresh = true, in.Now
+		c.jmap.ReadSensor(in.Sensor, &c.js)
+		if c.calibrated() {
+			c.est.Update(&in.Sensor.IMU, &c.js, dt)
+		}
+	}
+	c.supervise(in)
+	policyTick := c.ticks%c.decim == 0
+	if policyTick {
+		c.drainCommands(in)
+		c.swapOfferedBank()
+	}
+	c.act(in, out, policyTick)
+	if policyTick {
+		c.publish(in)
+	}
+	out.Events = c.events[:c.nEvents]
+}
+
+func (c *Core) calibrated() bool { return c.phase >= PhaseStandUp }
+
+// powered reports phases in which the joints track position targets.
+func (c *Core) powered() bool {
+	return c.phase == PhaseStandUp || c.phase == PhaseHold || c.phase == PhaseRun
+}
+
+func (c *Core) enter(p Phase, now time.Duration, reason string) {
+	if p == c.phase {
+		return
+	}
+	c.phase, c.since = p, now
+	c.emit(corebus.Event{Kind: corebus.EventModeChange, Mode: p.Mode(), Reason: reason})
+}
+
+func (c *Core) emit(e corebus.Event) {
+	if c.nEvents == maxEvents {
+		c.dropped++
+		return
+	}
+	c.events[c.nEvents] = e
+	c.nEvents++
+}
+
+// driverMode enables every motor with index compensation and odri's 5 ms driver timeout.
+const driverMode = proto.ModeEnableSystem | proto.ModeEnableMotor1 | proto.ModeEnableMotor2 |
+	proto.ModeIndexComp1 | proto.ModeIndexComp2 | 5
+
+func setModes(cmd *proto.Command, m proto.Mode) {
+	for d := range cmd.Drivers {
+		cmd.Drivers[d].Mode = m
+	}
+}
+
+// act fills the command for the current phase.
+func (c *Core) act(in *Input, out *Output, policyTick bool) {
+	cmd := &out.Command
+	switch c.phase {
+	case PhaseWaitReady:
+		*cmd = proto.Command{}
+		setModes(cmd, driverMode)
+		if in.Fresh && in.Sensor != nil && solo12.Ready(in.Sensor) == solo12.AllJoints {
+			if c.calib != nil {
+				c.enter(PhaseCalibrate, in.Now, reasonReady)
+			} else {
+				c.jmap.Offset = c.cfg.Offsets
+				c.startStandUp(in.Now)
+			}
+		}
+	case PhaseCalibrate:
+		if in.Sensor == nil {
+			return
+		}
+		phase, err := c.calib.Step(in.Sensor, cmd)
+		setModes(cmd, driverMode)
+		if err != nil {
+			c.trip(in.Now, faultCalibration, reasonCalibration)
+			c.damping(cmd)
+			return
+		}
+		if phase == solo12.PhaseDone {
+			c.jmap = *c.calib.Map()
+			c.jmap.ReadSensor(in.Sensor, &c.js)
+			c.startStandUp(in.Now)
+		}
+	case PhaseStandUp:
+		s := min((in.Now-c.since).Seconds()/c.cfg.StandUp.Seconds(), 1)
+		blend := (1 - math.Cos(math.Pi*s)) / 2
+		pose := &c.bank.Bank.Contract.DefaultPose
+		for j := range c.held {
+			c.held[j] = c.standFrom[j] + blend*(float64(pose[j])-c.standFrom[j])
+		}
+		c.track(cmd)
+		if s >= 1 {
+			c.hold(in.Now, reasonStood)
+			if c.cfg.AutoRun {
+				c.startRun(in.Now, reasonAutoRun)
+			}
+		}
+	case PhaseHold:
+		c.track(cmd)
+	case PhaseRun:
+		if policyTick {
+			c.policyStep(in, out)
+			if c.phase != PhaseRun {
+				c.damping(cmd)
+				return
+			}
+		}
+		c.slew()
+		c.track(cmd)
+	case PhaseDamp:
+		c.damping(cmd)
+	case PhaseStop:
+		c.damping(cmd)
+		if in.Now-c.since >= c.cfg.StopDamping {
+			c.enter(PhaseOff, in.Now, reasonStopped)
+		}
+	case PhaseOff:
+		*cmd = proto.Command{}
+		setModes(cmd, proto.ModeEnableSystem)
+	}
+}
+
+func (c *Core) startStandUp(now time.Duration) {
+	c.standFrom = c.js.Q
+	c.est.Reset()
+	c.enter(PhaseStandUp, now, reasonStandUp)
+}
+
+func (c *Core) hold(now time.Duration, reason string) {
+	pose := &c.bank.Bank.Contract.DefaultPose
+	for j := range c.held {
+		c.held[j] = float64(pose[j])
+	}
+	c.enter(PhaseHold, now, reason)
+}
+
+func (c *Core) startRun(now time.Duration, reason string) {
+	c.targets = c.held
+	c.prevAction = [12]float32{}
+	c.enter(PhaseRun, now, reason)
+}
+
+// track commands the held targets with the bank's PD gains.
+func (c *Core) track(cmd *proto.Command) {
+	for j := range c.jc.Q {
+		c.jc.Q[j] = c.held[j]
+		c.jc.Qd[j], c.jc.Tau[j] = 0, 0
+		c.jc.Kp[j], c.jc.Kd[j] = c.kp, c.kd
+		c.jc.ISat[j] = c.limits.MaxCurrent
+	}
+	c.jmap.WriteCommand(&c.jc, cmd)
+	setModes(cmd, driverMode)
+}
+
+// damping is the safety controller: zero references, Kp = 0, Kd = safety damping.
+func (c *Core) damping(cmd *proto.Command) {
+	for j := range c.jc.Q {
+		c.jc.Q[j] = c.js.Q[j] // irrelevant with Kp = 0; keeps the wire value small
+		c.jc.Qd[j], c.jc.Tau[j], c.jc.Kp[j] = 0, 0, 0
+		c.jc.Kd[j] = c.limits.SafetyDamping
+		c.jc.ISat[j] = c.limits.MaxCurrent
+	}
+	c.jmap.WriteCommand(&c.jc, cmd)
+	setModes(cmd, driverMode)
+}
+
+// slew moves the commanded targets towards the policy's at most MaxTargetRate per tick.
+func (c *Core) slew() {
+	step := c.limits.MaxTargetRate * 0.001
+	for j := range c.held {
+		d := c.targets[j] - c.held[j]
+		c.held[j] += max(-step, min(step, d))
+	}
+}

@@ -1,0 +1,19 @@
+// Package core owns the on-robot controller: a deterministic, IO-free state machine stepped once
+// per 1 kHz link tick. Each Step takes the newest sensor packet, perception, slider box state and
+// the driver's timing verdict, drains operator commands at policy ticks, and fills the command
+// packet to send plus the events that happened.
+//
+// Phases: wait until every driver is enabled and ready -> calibration (index search, or offsets
+// from the config) -> stand up (a smooth move to the bank's default pose) -> hold -> run the
+// selected skill (policy at the bank's rate, target held between policy ticks) -> damping on a
+// fault -> stop (damp, then motors off).
+//
+// The safety supervisor latches like odri_control_interface and more: joint position and velocity
+// limits, driver error codes, link timeout, attitude limit, NaN/Inf anywhere, loop overrun budget,
+// slider-box E-stop and operator E-stop all put the robot in the damping controller every tick,
+// with an event naming the reason, until an explicit reset.
+//
+// Drivers own time and IO (runtime/driver): the real-time driver on the master-board link and the
+// lockstep driver on the in-process simulator step this same core, so evaluation runs the code
+// that is deployed. Nothing here allocates after New.
+package core

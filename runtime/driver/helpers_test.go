@@ -1,0 +1,141 @@
+package driver
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/dualforce/dualforce/hw/board"
+	"github.com/dualforce/dualforce/runtime/core"
+	"github.com/dualforce/dualforce/runtime/mqtt/corebus"
+	"github.com/dualforce/dualforce/skills"
+)
+
+const latentDim = 2
+
+// constantBank is a locomotion bank whose single policy outputs action a whatever it sees: a
+// one-layer network with zero weights and the mean rows' bias set to atanh(a).
+func constantBank(t testing.TB, a [skills.NumJoints]float32) *skills.Bank {
+	t.Helper()
+	l := skills.Locomotion48()
+	c, err := skills.NewContract(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := l.Dim() + latentDim
+	layer := skills.Dense{In: in, Out: 2 * skills.NumJoints, W: make([]float32, in*2*skills.NumJoints), B: make([]float32, 2*skills.NumJoints)}
+	for j := range a {
+		layer.B[j] = float32(math.Atanh(float64(a[j])))
+	}
+	return bankWith(t, c, skills.MLP{Layers: []skills.Dense{layer}})
+}
+
+func bankWith(t testing.TB, c skills.Contract, net skills.MLP) *skills.Bank {
+	t.Helper()
+	b := &skills.Bank{Producer: "driver test", Contract: c, LatentDim: latentDim,
+		Slots: []skills.Slot{{Policy: net}},
+		Latents: []skills.Latent{{Info: skills.LatentInfo{Skill: 0, Name: "constant", OfflinePsi: make([]float32, c.Features.Dim(c.Layout))},
+			Z: make([]float32, latentDim)}}}
+	if err := b.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// rig is a core driven in lockstep against the emulated board with a first-order plant.
+type rig struct {
+	t     *testing.T
+	board *board.Board
+	core  *core.Core
+	ls    *Lockstep
+	// events collects every event, in order.
+	events []corebus.Event
+	// firstDamp is the tick at which the first damping command went out (0: none yet).
+	firstDamp uint64
+}
+
+func newRig(t *testing.T, bank *skills.Bank, tweak func(*core.Config)) *rig {
+	t.Helper()
+	plant, err := board.NewFirstOrderPlant(board.FirstOrderConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := board.New(board.Config{}, plant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := core.Load(bank, "test.npz", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := core.DefaultConfig(bank)
+	cfg.Calibration = core.CalibrateOffsets
+	cfg.StandUp = 500 * time.Millisecond
+	cfg.StopDamping = 100 * time.Millisecond
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	c, err := core.New(cfg, loaded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{t: t, board: b, core: c}
+	r.ls = &Lockstep{Core: c, Board: b, SessionID: 0x5a5a}
+	r.ls.Observe = func(in *core.Input, out *core.Output) {
+		r.events = append(r.events, out.Events...)
+		if r.firstDamp == 0 && isDamping(out) {
+			r.firstDamp = uint64(in.Now / time.Millisecond)
+		}
+	}
+	if err := r.ls.Connect(); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// isDamping recognises the safety controller on the wire: every motor enabled with Kp = 0 and a
+// positive Kd.
+func isDamping(out *core.Output) bool {
+	for m := range 12 {
+		mc := out.Command.Motor(m)
+		if mc.Kp != 0 || mc.Kd <= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// until steps until cond holds, failing after limit ticks.
+func (r *rig) until(limit int, what string, cond func() bool) {
+	r.t.Helper()
+	for range limit {
+		if cond() {
+			return
+		}
+		if err := r.ls.Step(); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+	r.t.Fatalf("%s: not reached in %d ticks (phase %v, fault %q)", what, limit, r.core.Phase(), r.core.Fault())
+}
+
+func (r *rig) standing() {
+	r.t.Helper()
+	r.until(3000, "stand", func() bool { return r.core.Phase() == core.PhaseHold })
+}
+
+func (r *rig) submit(cmd corebus.Command) {
+	r.t.Helper()
+	if !r.core.Submit(cmd) {
+		r.t.Fatal("command queue full")
+	}
+}
+
+func (r *rig) event(kind corebus.EventKind) *corebus.Event {
+	for i := range r.events {
+		if r.events[i].Kind == kind {
+			return &r.events[i]
+		}
+	}
+	return nil
+}
