@@ -82,3 +82,46 @@ func BenchmarkPolicyAct(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkSetLatent(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	p, err := NewPolicy(randomMLP(rng, ActReLU, 171+128, 256, 256, 24), 171, 128, 12)
+	if err != nil {
+		b.Fatal(err)
+	}
+	z := randomVec(rng, 128)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := p.SetLatent(z); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkBuildNavigation171(b *testing.B) {
+	c := testContract(b, Navigation171())
+	builder, err := c.NewBuilder()
+	if err != nil {
+		b.Fatal(err)
+	}
+	in, obs := distinctInputs(), make([]float32, builder.Dim())
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := builder.Build(in, obs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkReadBank loads a Dual-Force-sized navigation bank: 3 slots of
+// 299-256-256-24 and 30 latents of 128.
+func BenchmarkReadBank(b *testing.B) {
+	raw := encode(b, sampleBank(b, Navigation171(), 3, 10, 128, 256, 256))
+	b.SetBytes(int64(len(raw)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := decode(raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -63,7 +63,7 @@ func (s Stats) Validate(dim int) error {
 	if len(s.Mean) != dim || len(s.Std) != dim {
 		return fmt.Errorf("stats have %d means and %d stds, want %d", len(s.Mean), len(s.Std), dim)
 	}
-	if !(s.Epsilon > 0) || isInf32(s.Epsilon) {
+	if !(s.Epsilon > 0) || !finite32(s.Epsilon) {
 		return fmt.Errorf("stats epsilon %v must be positive and finite", s.Epsilon)
 	}
 	for i := range dim {
@@ -102,19 +102,21 @@ func (n *Normaliser) Apply(x []float32) error {
 	if len(x) != len(n.mean) {
 		return ErrDimMismatch
 	}
+	mean, invStd := n.mean[:len(x)], n.invStd[:len(x)]
 	for i := range x {
-		x[i] = (x[i] - n.mean[i]) * n.invStd[i]
+		x[i] = (x[i] - mean[i]) * invStd[i]
 	}
 	return nil
 }
 
-func finite32(v float32) bool { return !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0) }
+// float32 NaN and Inf are exactly the values with an all-ones exponent.
+const exponentMask32 = 0x7f800000
 
-func isInf32(v float32) bool { return math.IsInf(float64(v), 0) }
+func finite32(v float32) bool { return math.Float32bits(v)&exponentMask32 != exponentMask32 }
 
 func allFinite(x []float32) bool {
 	for _, v := range x {
-		if !finite32(v) {
+		if math.Float32bits(v)&exponentMask32 == exponentMask32 {
 			return false
 		}
 	}
