@@ -105,3 +105,20 @@ func BenchmarkUpdate8192(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkWeights times the whole-set weight pass (V on s and s' of every
+// transition, then the softmax) over benchSetSize locomotion transitions on
+// the default backend; the paper's locomotion set is 19x larger.
+func BenchmarkWeights(b *testing.B) {
+	data, reward := locomotionSet(benchSetSize)
+	tr, err := New(data, reward, DefaultConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	tr.Weights()
+	b.ReportAllocs()
+	for b.Loop() {
+		tr.Weights()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchSetSize, "ns/transition")
+}
