@@ -44,7 +44,7 @@ func bankWith(t testing.TB, c skills.Contract, net skills.MLP) *skills.Bank {
 
 // rig is a core driven in lockstep against the emulated board with a first-order plant.
 type rig struct {
-	t     *testing.T
+	t     testing.TB
 	board *board.Board
 	core  *core.Core
 	ls    *Lockstep
@@ -54,7 +54,7 @@ type rig struct {
 	firstDamp uint64
 }
 
-func newRig(t *testing.T, bank *skills.Bank, tweak func(*core.Config)) *rig {
+func newRig(t testing.TB, bank *skills.Bank, tweak func(*core.Config)) *rig {
 	t.Helper()
 	plant, err := board.NewFirstOrderPlant(board.FirstOrderConfig{})
 	if err != nil {
