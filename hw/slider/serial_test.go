@@ -1,105 +1,20 @@
 package slider
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dualforce/dualforce/hw/slider/slidertest"
 )
-
-// ptyPair is a socat-made pair of pseudo-terminals: what is written to Wire arrives at Port.
-// Port plays the Arduino's /dev/ttyACM device, Wire the Arduino's side of the USB cable.
-type ptyPair struct {
-	Port, Wire string
-	socat      *exec.Cmd
-}
-
-func newPtyPair(t *testing.T, dir, port string) *ptyPair {
-	t.Helper()
-	socat, err := exec.LookPath("socat")
-	if err != nil {
-		t.Skip("socat is not installed; the serial tests need it for a pseudo-terminal pair")
-	}
-	p := &ptyPair{Port: filepath.Join(dir, port), Wire: filepath.Join(dir, port+".wire")}
-	p.socat = exec.Command(socat, "-d", "-d",
-		"pty,raw,echo=0,link="+p.Port, "pty,raw,echo=0,link="+p.Wire)
-	stderr, err := p.socat.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.socat.Start(); err != nil {
-		t.Fatalf("start socat: %v", err)
-	}
-	t.Cleanup(p.unplug)
-	// The links appear before socat has put both terminals in raw mode; writing earlier would
-	// go through a cooked line discipline (ONLCR turns "\n" into "\r\n"). socat says when it is
-	// done setting up.
-	ready := make(chan struct{})
-	var log strings.Builder
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			log.WriteString(sc.Text() + "\n")
-			if strings.Contains(sc.Text(), "starting data transfer loop") {
-				close(ready)
-				_, _ = io.Copy(io.Discard, stderr)
-				return
-			}
-		}
-		close(ready)
-	}()
-	select {
-	case <-ready:
-	case <-time.After(5 * time.Second):
-		t.Fatal("socat did not start within 5 s")
-	}
-	for _, link := range []string{p.Port, p.Wire} {
-		if _, err := os.Stat(link); err != nil {
-			t.Fatalf("socat made no pty link: %v; its log:\n%s", err, log.String())
-		}
-	}
-	return p
-}
-
-// unplug kills socat, which hangs up both terminals like pulling the USB cable.
-func (p *ptyPair) unplug() {
-	if p.socat.ProcessState == nil {
-		_ = p.socat.Process.Kill()
-		_ = p.socat.Wait()
-	}
-}
-
-// wire opens the Arduino's side of the pair for writing.
-func (p *ptyPair) wire(t *testing.T) *os.File {
-	t.Helper()
-	f, err := os.OpenFile(p.Wire, os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatalf("open %s: %v", p.Wire, err)
-	}
-	t.Cleanup(func() { _ = f.Close() })
-	return f
-}
-
-func send(t *testing.T, f *os.File, lines ...string) {
-	t.Helper()
-	_ = f.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	for _, l := range lines {
-		if _, err := f.WriteString(l); err != nil {
-			t.Fatalf("write %q: %v", l, err)
-		}
-	}
-}
 
 // stream writes line every 0.5 ms, like the box, until the returned stop is called.
 func stream(t *testing.T, f *os.File, line string) (stop func()) {
@@ -160,7 +75,7 @@ func openSerial(t *testing.T, cfg Config) *Box {
 // TestOpenSets8N1 spoils the terminal with goburrow's defaults (Even parity, 19200, two stop
 // bits, 7 data bits) and checks that Open sets every parameter itself.
 func TestOpenSets8N1(t *testing.T) {
-	pair := newPtyPair(t, t.TempDir(), "ttyACM0")
+	pair := slidertest.NewPtyPair(t, t.TempDir(), "ttyACM0")
 	fd, err := unix.Open(pair.Port, unix.O_RDWR|unix.O_NOCTTY|unix.O_NONBLOCK, 0)
 	if err != nil {
 		t.Fatalf("open %s: %v", pair.Port, err)
@@ -200,17 +115,17 @@ func TestOpenSets8N1(t *testing.T) {
 }
 
 func TestSerialBoxLatchAndCounters(t *testing.T) {
-	pair := newPtyPair(t, t.TempDir(), "ttyACM0")
+	pair := slidertest.NewPtyPair(t, t.TempDir(), "ttyACM0")
 	box := openSerial(t, Config{Path: pair.Port, StaleAfter: time.Hour})
-	wire := pair.wire(t)
+	wire := pair.OpenWire(t)
 
-	send(t, wire, "023 1023\r\n", "1 0 1023\r\n")
+	slidertest.Send(t, wire, "023 1023\r\n", "1 0 1023\r\n")
 	s := eventually(t, box, "the first good line", func(s Snapshot) bool { return s.GoodLines == 1 })
 	if s.Sliders != [4]float64{0, 1} || s.N != 2 || s.Latched || s.Halt() {
 		t.Fatalf("first line: %+v", s)
 	}
 
-	send(t, wire, "0 512 512\r\n")
+	slidertest.Send(t, wire, "0 512 512\r\n")
 	s = eventually(t, box, "the press", func(s Snapshot) bool { return s.GoodLines == 2 })
 	if !s.Pressed || !s.Latched || !s.Halt() {
 		t.Fatalf("after press: %+v, want latched", s)
@@ -219,13 +134,13 @@ func TestSerialBoxLatchAndCounters(t *testing.T) {
 		t.Fatalf("reset while pressed: %v, want ErrEStopPressed", err)
 	}
 
-	send(t, wire, "1 100 200 300 400\r\n", "1 100 200 300 400\r\n", "1 100 200 300 400\r\n")
+	slidertest.Send(t, wire, "1 100 200 300 400\r\n", "1 100 200 300 400\r\n", "1 100 200 300 400\r\n")
 	s = eventually(t, box, "release lines", func(s Snapshot) bool { return s.GoodLines == 5 })
 	if s.Pressed || !s.Latched || s.N != 4 || s.Sliders[3] != 400.0/1023 {
 		t.Fatalf("after release lines: %+v, want still latched", s)
 	}
 
-	send(t, wire, "x y z\r\n", "1 2\r\n", "1 2000 3\r\n", "\r\n", strings.Repeat("1 2 3 ", 40)+"\r\n")
+	slidertest.Send(t, wire, "x y z\r\n", "1 2\r\n", "1 2000 3\r\n", "\r\n", strings.Repeat("1 2 3 ", 40)+"\r\n")
 	s = eventually(t, box, "garbage", func(s Snapshot) bool { return s.GarbageLines == 5 })
 	if s.GoodLines != 5 || s.LastGarbage.Reason() != ReasonTooLong || !s.Latched {
 		t.Fatalf("after garbage: %+v", s)
@@ -238,7 +153,7 @@ func TestSerialBoxLatchAndCounters(t *testing.T) {
 		t.Fatalf("after reset: %+v", s)
 	}
 
-	pair.unplug()
+	pair.Unplug()
 	s = eventually(t, box, "the hang-up", func(s Snapshot) bool { return s.ReaderStopped })
 	if !s.Fault() || box.Err() == nil {
 		t.Fatalf("after unplug: %+v, Err %v; want a fault and an error", s, box.Err())
@@ -247,9 +162,9 @@ func TestSerialBoxLatchAndCounters(t *testing.T) {
 }
 
 func TestSerialBoxStaleness(t *testing.T) {
-	pair := newPtyPair(t, t.TempDir(), "ttyACM0")
+	pair := slidertest.NewPtyPair(t, t.TempDir(), "ttyACM0")
 	box := openSerial(t, Config{Path: pair.Port}) // default 50 ms
-	wire := pair.wire(t)
+	wire := pair.OpenWire(t)
 
 	stop := stream(t, wire, "1 1023 0\r\n")
 	eventually(t, box, "fresh lines", func(s Snapshot) bool { return !s.Stale && !s.Fault() })
@@ -270,11 +185,11 @@ func TestSerialBoxStaleness(t *testing.T) {
 
 func TestAutoDetect(t *testing.T) {
 	dir := t.TempDir()
-	noisy := newPtyPair(t, dir, "ttyACM0")
-	newPtyPair(t, dir, "ttyACM1") // silent
-	good := newPtyPair(t, dir, "ttyACM2")
-	stream(t, noisy.wire(t), "hello from another gadget\r\n")
-	stream(t, good.wire(t), "1 341 682\r\n")
+	noisy := slidertest.NewPtyPair(t, dir, "ttyACM0")
+	slidertest.NewPtyPair(t, dir, "ttyACM1") // silent
+	good := slidertest.NewPtyPair(t, dir, "ttyACM2")
+	stream(t, noisy.OpenWire(t), "hello from another gadget\r\n")
+	stream(t, good.OpenWire(t), "1 341 682\r\n")
 
 	box := openSerial(t, Config{Glob: filepath.Join(dir, "ttyACM?"), ProbeTimeout: 200 * time.Millisecond})
 	s := box.Snapshot(time.Now())
@@ -285,13 +200,13 @@ func TestAutoDetect(t *testing.T) {
 
 func TestAutoDetectFindsNothing(t *testing.T) {
 	dir := t.TempDir()
-	noisy := newPtyPair(t, dir, "ttyACM0")
-	newPtyPair(t, dir, "ttyACM1")
+	noisy := slidertest.NewPtyPair(t, dir, "ttyACM0")
+	slidertest.NewPtyPair(t, dir, "ttyACM1")
 	notTTY := filepath.Join(dir, "ttyACM2")
 	if err := os.WriteFile(notTTY, []byte("1 1 1\n1 1 1\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	stream(t, noisy.wire(t), "1 2 3 4\r\n")
+	stream(t, noisy.OpenWire(t), "1 2 3 4\r\n")
 
 	_, err := Open(t.Context(), Config{Glob: filepath.Join(dir, "ttyACM?"), ProbeTimeout: 200 * time.Millisecond})
 	if !errors.Is(err, ErrNoDevice) {
@@ -316,7 +231,7 @@ func TestAutoDetectFindsNothing(t *testing.T) {
 
 func TestAutoDetectCancelled(t *testing.T) {
 	dir := t.TempDir()
-	newPtyPair(t, dir, "ttyACM0")
+	slidertest.NewPtyPair(t, dir, "ttyACM0")
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
 	_, err := Open(ctx, Config{Glob: filepath.Join(dir, "ttyACM*"), ProbeTimeout: time.Minute})
