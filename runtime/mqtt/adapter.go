@@ -25,7 +25,7 @@ type Config struct {
 	Credentials Credentials
 	TLS         TLSFiles
 	ClientID    string // "solo-<robot_id>"
-	Limits      Limits // DefaultLimits()
+	Limits      Limits // DefaultLimits(); if set, every field must be positive
 	// BankDir is the only directory cmd/bank may load from; empty disables
 	// cmd/bank.
 	BankDir string
@@ -88,6 +88,9 @@ func New(cfg Config, core Core) (*Adapter, error) {
 	}
 	if cfg.Limits == (Limits{}) {
 		cfg.Limits = DefaultLimits()
+	}
+	if err := cfg.Limits.check(); err != nil {
+		return nil, err
 	}
 	if cfg.BankDir != "" {
 		if cfg.BankDir, err = filepath.Abs(cfg.BankDir); err != nil {
@@ -186,6 +189,7 @@ func (a *Adapter) connect(ctx context.Context) (paho.Client, <-chan error, error
 		})
 	client := paho.NewClient(opts)
 	if err := waitToken(ctx, client.Connect(), a.cfg.ConnectTimeout); err != nil {
+		client.Disconnect(0) // abandons an attempt still in progress
 		return nil, nil, fmt.Errorf("connect: %w", err)
 	}
 	sub := client.Subscribe(a.topics.CommandFilter(), 1, a.onMessage)

@@ -20,7 +20,7 @@ func ptr[T any](v T) *T { return &v }
 func TestEmbeddedOperatorSession(t *testing.T) {
 	broker := startEmbedded(t, BrokerConfig{})
 	core := newFakeCore()
-	startAdapter(t, Config{Broker: broker.URL(), Credentials: broker.RobotCredentials()}, core)
+	stopAdapter := startAdapter(t, Config{Broker: broker.URL(), Credentials: broker.RobotCredentials(), BankDir: "/banks"}, core)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	op, err := DialOperator(ctx, OperatorConfig{RobotID: testRobot, Broker: broker.URL()})
@@ -53,8 +53,15 @@ func TestEmbeddedOperatorSession(t *testing.T) {
 			return false
 		})
 	}
-	has := func(sub string) func(json.RawMessage) bool {
-		return func(p json.RawMessage) bool { return strings.Contains(string(p), sub) }
+	has := func(subs ...string) func(json.RawMessage) bool {
+		return func(p json.RawMessage) bool {
+			for _, sub := range subs {
+				if !strings.Contains(string(p), sub) {
+					return false
+				}
+			}
+			return true
+		}
 	}
 
 	bank, err := op.Bank(ctx)
@@ -127,9 +134,22 @@ func TestEmbeddedOperatorSession(t *testing.T) {
 		t.Errorf("loop_hz %v: the fake core ticks 1000 times a second", hz)
 	}
 	seen("robot telemetry with joints", TopicRobotTelemetry, has(`"joints":{"pos":[`))
+
+	// A bank swap: the core makes a new catalogue, the robot republishes
+	// state/bank and reports the load.
+	topics, _ := NewTopics(testRobot)
+	bankOp := rawClient(t, broker.URL(), Credentials{}, nil)
+	publish(t, bankOp, topics.Command(RouteBank), false, command(map[string]any{"path": "next.npz"}))
+	seen("bank_load event", TopicEvents, has(`"type":"bank_load"`))
+	seen("state/bank generation 2", TopicBank, has(`"generation":2`, `"path":"/banks/next.npz"`))
+
 	stopWatch()
 	if err := <-watched; err != nil {
 		t.Fatal(err)
+	}
+	stopAdapter()
+	if state, err := op.Connection(ctx); err != nil || state != "offline" {
+		t.Fatalf("after a clean exit state/connection = %q, %v; want offline", state, err)
 	}
 }
 

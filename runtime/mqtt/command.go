@@ -45,6 +45,16 @@ func DefaultLimits() Limits {
 	}
 }
 
+func (l Limits) check() error {
+	for _, v := range []float64{l.MaxVx, l.MaxVy, l.MaxYawRate, l.MaxGoalDistance,
+		float64(l.MaxLifetime), float64(l.MaxClockSkew), float64(l.StreamLifetime)} {
+		if !(v > 0) || math.IsInf(v, 0) {
+			return fmt.Errorf("%w: every limit must be positive and finite: %+v", ErrConfig, l)
+		}
+	}
+	return nil
+}
+
 // Header is what every command payload may carry.
 type Header struct {
 	ID          string     `json:"id,omitempty"`

@@ -57,8 +57,8 @@ func startEmbedded(t testing.TB, cfg BrokerConfig) *Broker {
 	return b
 }
 
-// startAdapter runs an adapter for core until the test ends.
-func startAdapter(t testing.TB, cfg Config, core *fakeCore) *Adapter {
+// startAdapter runs an adapter for core until the test ends or stop is called.
+func startAdapter(t testing.TB, cfg Config, core *fakeCore) (stop func()) {
 	t.Helper()
 	cfg.RobotID = testRobot
 	cfg.Logger = quietLog
@@ -76,11 +76,12 @@ func startAdapter(t testing.TB, cfg Config, core *fakeCore) *Adapter {
 		defer close(done)
 		a.Run(ctx)
 	}()
-	t.Cleanup(func() {
+	stop = func() {
 		cancel()
 		<-done
-	})
-	return a
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 // received is one message a collector saw.

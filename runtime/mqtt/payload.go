@@ -1,8 +1,8 @@
 package mqtt
 
 import (
+	"encoding/json"
 	"math"
-	"strconv"
 	"time"
 
 	"github.com/dualforce/dualforce/runtime/mqtt/corebus"
@@ -25,7 +25,7 @@ func (n Number) MarshalJSON() ([]byte, error) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return []byte("null"), nil
 	}
-	return strconv.AppendFloat(nil, f, 'g', -1, 64), nil
+	return json.Marshal(f)
 }
 
 func numbers[T ~float64](dst []Number, src []T) []Number {

@@ -1,0 +1,65 @@
+package mqtt
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dualforce/dualforce/runtime/mqtt/corebus"
+)
+
+// One bad estimate must not stop telemetry: NaN and infinities become null.
+func TestRobotTelemetryEncodesNonFiniteAsNull(t *testing.T) {
+	var s corebus.Snapshot
+	s.Mode = corebus.ModeRun
+	s.Robot.BaseLinVel = [3]float64{0.5, math.NaN(), math.Inf(1)}
+	s.Robot.JointPos[11] = math.Inf(-1)
+	s.Robot.Attitude[2] = 1e-7
+	b, err := json.Marshal(robotTelemetry(7, decodeNow, &s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"seq":7`, `"mode":"run"`, `"base_lin_vel":[0.5,null,null]`, `"attitude":[0,0,1e-7]`, `,null]`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("%s lacks %s", b, want)
+		}
+	}
+}
+
+func TestSkillRef(t *testing.T) {
+	cat := newFakeCore().Catalogue()
+	for _, tc := range []struct {
+		active corebus.ActiveSkill
+		want   string
+	}{
+		{corebus.ActiveSkill{}, "null"},
+		{corebus.ActiveSkill{Source: corebus.SkillBank, Index: 1}, `{"index":1,"name":"bound","tags":["fast","high"]}`},
+		{corebus.ActiveSkill{Source: corebus.SkillBank, Index: 9}, `{"index":9}`},
+		{corebus.ActiveSkill{Source: corebus.SkillLatent}, `{"index":-1,"custom":true}`},
+	} {
+		b, _ := json.Marshal(skillRef(tc.active, cat))
+		if string(b) != tc.want {
+			t.Errorf("skillRef(%+v) = %s, want %s", tc.active, b, tc.want)
+		}
+	}
+}
+
+func TestNewChecksConfig(t *testing.T) {
+	core := newFakeCore()
+	bad := DefaultLimits()
+	bad.MaxVy = 0
+	for name, cfg := range map[string]Config{
+		"robot id":        {RobotID: "R1", Broker: "tcp://127.0.0.1:1883"},
+		"broker":          {RobotID: "r1", Broker: "http://127.0.0.1:1883"},
+		"partial limits":  {RobotID: "r1", Broker: "tcp://127.0.0.1:1883", Limits: bad},
+		"backoff":         {RobotID: "r1", Broker: "tcp://127.0.0.1:1883", Backoff: Backoff{Min: time.Second, Max: time.Millisecond}},
+		"negative window": {RobotID: "r1", Broker: "tcp://127.0.0.1:1883", Heartbeat: -time.Second},
+	} {
+		if _, err := New(cfg, core); !errors.Is(err, ErrConfig) {
+			t.Errorf("%s: error %v, want ErrConfig", name, err)
+		}
+	}
+}
