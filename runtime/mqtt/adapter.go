@@ -132,7 +132,7 @@ func (a *Adapter) Run(ctx context.Context) {
 	if a.deadman != nil {
 		defer a.deadman.stop()
 	}
-	st := newLoopState()
+	st := &loopState{}
 	bo := backoff{Backoff: a.cfg.Backoff}
 	for {
 		client, lost, err := a.connect(ctx)
@@ -284,8 +284,6 @@ type skillKey struct {
 	skill      corebus.ActiveSkill
 	generation uint64
 }
-
-func newLoopState() *loopState { return &loopState{} }
 
 // republish makes the next flush publish every retained state again, for a
 // broker that may have lost it.
