@@ -4,6 +4,7 @@ package clock
 
 import (
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 
@@ -126,5 +127,50 @@ func TestRealtime(t *testing.T) {
 	}
 	if attr, err := unix.SchedGetAttr(0, 0); err != nil || attr.Policy != unix.SCHED_NORMAL {
 		t.Fatalf("restored policy %+v, %v", attr, err)
+	}
+}
+
+func TestRealtimeProcess(t *testing.T) {
+	if _, err := RealtimeProcess(100); err == nil {
+		t.Fatal("priority 100 accepted")
+	}
+	restore, err := RealtimeProcess(5)
+	if errors.Is(err, ErrNotPermitted) {
+		t.Skip("needs CAP_SYS_NICE: ", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	policies := func() map[uint32]int {
+		tids, err := threadIDs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[uint32]int{}
+		for _, tid := range tids {
+			if attr, err := unix.SchedGetAttr(tid, 0); err == nil {
+				out[attr.Policy]++
+			}
+		}
+		return out
+	}
+	// A thread started now inherits the policy.
+	done := make(chan uint32)
+	go func() {
+		runtime.LockOSThread()
+		attr, _ := unix.SchedGetAttr(0, 0)
+		done <- attr.Policy
+	}()
+	if p := <-done; p != unix.SCHED_FIFO {
+		t.Errorf("new thread policy %d, want SCHED_FIFO", p)
+	}
+	if got := policies(); got[unix.SCHED_NORMAL] != 0 {
+		t.Fatalf("policies %v, want every thread SCHED_FIFO", got)
+	}
+	if err := restore(); err != nil {
+		t.Fatal(err)
+	}
+	if got := policies(); got[unix.SCHED_FIFO] != 0 {
+		t.Fatalf("policies %v after restore", got)
 	}
 }

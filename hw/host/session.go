@@ -125,14 +125,15 @@ func (s *Session) Connect(ctx context.Context) (proto.Ack, error) {
 	}
 	start := s.now()
 	nextInit, inits := start, 0
-	var other *OtherSessionError
+	// other describes the latest packet of another session, if busy.
+	other, busy := &OtherSessionError{Interface: s.cfg.Interface, Ours: s.id}, false
 	for {
 		if err := ctx.Err(); err != nil {
 			return proto.Ack{}, err
 		}
 		now := s.now()
 		if now-start >= s.cfg.InitTimeout {
-			if other != nil {
+			if busy {
 				return proto.Ack{}, other
 			}
 			return proto.Ack{}, fmt.Errorf("%w on %s after %v (%d inits sent): check that the cable is plugged into "+
@@ -165,7 +166,8 @@ func (s *Session) Connect(ctx context.Context) (proto.Ack, error) {
 					&proto.VersionMismatchError{Board: ack.Version, Host: proto.Version})
 			}
 			if ack.SessionID != s.id {
-				other = &OtherSessionError{Interface: s.cfg.Interface, Ours: s.id, Theirs: ack.SessionID, Acked: true}
+				other.Theirs, other.Acked = ack.SessionID, true
+				busy = true
 				continue
 			}
 			s.start(controlling, ack.SPIConnected)
@@ -173,8 +175,9 @@ func (s *Session) Connect(ctx context.Context) (proto.Ack, error) {
 			return ack, nil
 		case proto.KindSensor:
 			// Our own session's packets come during autodetection; others mean a busy board.
-			if theirs := binary.LittleEndian.Uint16(p); theirs != s.id && (other == nil || !other.Acked) {
-				other = &OtherSessionError{Interface: s.cfg.Interface, Ours: s.id, Theirs: theirs}
+			if theirs := binary.LittleEndian.Uint16(p); theirs != s.id {
+				other.Theirs, other.Acked = theirs, false
+				busy = true
 			}
 		}
 	}
