@@ -35,6 +35,8 @@ type Options struct {
 	Lockstep bool
 	// Priority, when 1..99, runs the tick and reader threads with SCHED_FIFO at that priority, as
 	// the real board's firmware owns its CPU. Without the privilege the server logs and goes on.
+	// On a busy machine make the whole process real-time too (clock.RealtimeProcess), or the Go
+	// scheduler's ordinary threads can stall these ones for tens of milliseconds.
 	Priority int
 	Logger   *slog.Logger // nil: slog.Default()
 }
@@ -248,11 +250,17 @@ func (s *Server) send(payload []byte) error {
 	return nil
 }
 
+// runLockstep reads, ticks and answers on one goroutine. It locks its thread only for a
+// real-time priority: over an in-process pipe, hand-overs between unlocked goroutines cost no
+// thread wake-up (one lockstep step: 4.5 us unlocked, 37 us locked), and over a veth pair
+// locking gains nothing measurable.
 func (s *Server) runLockstep(ctx context.Context) error {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if restore := s.realtime("lockstep"); restore != nil {
-		defer restore()
+	if s.opts.Priority != 0 {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if restore := s.realtime("lockstep"); restore != nil {
+			defer restore()
+		}
 	}
 	buf := s.ring.slots[0][:]
 	for ctx.Err() == nil {
