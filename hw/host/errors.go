@@ -12,6 +12,10 @@ var (
 	ErrNoAnswer = errors.New("host: no answer from the master board")
 	// ErrSensorTimeout means no valid sensor packet arrived within the sensor timeout (50 ms).
 	ErrSensorTimeout = errors.New("host: sensor packets stopped")
+	// ErrCommandsIgnored means the board's sensor packets stopped acknowledging our commands
+	// (last_cmd_index) for longer than the sensor timeout: its 20 ms watchdog has most likely put
+	// it in ERROR, motors disabled. Only a new session (a new Session and Connect) recovers.
+	ErrCommandsIgnored = errors.New("host: the board ignores our commands")
 	// ErrNotConnected is returned by Send and Receive before Connect or Listen succeeded.
 	ErrNotConnected = errors.New("host: session not connected (call Connect or Listen first)")
 	// ErrListener is returned by Send on a listener session, which never sends.

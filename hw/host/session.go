@@ -307,7 +307,8 @@ func (s *Session) noteSaturation(sat proto.Saturation) {
 
 // Receive waits for the next sensor packet of our session and decodes it into out. Packets of
 // other sessions are counted and dropped (a listener follows a change of session instead).
-// ErrSensorTimeout (wrapped) when none arrived within the sensor timeout.
+// Errors: ErrSensorTimeout (wrapped) when none arrived within the sensor timeout;
+// ErrCommandsIgnored (wrapped, out holds the packet) when the board stopped taking our commands.
 func (s *Session) Receive(out *proto.Sensor) error {
 	if s.phase == idle {
 		return ErrNotConnected
@@ -343,8 +344,21 @@ func (s *Session) Receive(out *proto.Sensor) error {
 		now := s.now()
 		s.lastValid = now
 		s.account(out, now)
+		return s.checkAcknowledged(out, now)
+	}
+}
+
+// checkAcknowledged returns ErrCommandsIgnored when the command after the last one the board
+// acknowledged was sent more than the sensor timeout ago.
+func (s *Session) checkAcknowledged(in *proto.Sensor, now time.Duration) error {
+	next := in.LastCmdIndex + 1
+	rec := &s.sendTimes[next%sendRingSize]
+	if s.phase != controlling || !rec.valid || rec.index != next || now-rec.at <= s.cfg.SensorTimeout {
 		return nil
 	}
+	return fmt.Errorf("%w: command %d sent %v ago on %s is not acknowledged (last_cmd_index %d): the board's "+
+		"watchdog has probably disabled the motors after a gap in our commands; connect a new session",
+		ErrCommandsIgnored, next, (now - rec.at).Round(time.Millisecond), s.cfg.Interface, in.LastCmdIndex)
 }
 
 // account updates the statistics with one valid sensor packet received at now.

@@ -322,3 +322,60 @@ func TestDecodeDriver(t *testing.T) {
 		}
 	}
 }
+
+// TestCommandsIgnoredAfterBoardError: the board's watchdog fires (here: 21 ticks driven by
+// another session's commands, which do not feed it), and the host notices that its own commands
+// are no longer acknowledged.
+func TestCommandsIgnoredAfterBoardError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := startBoard(t, board.Config{}, server.Options{Lockstep: true})
+		log, _ := newLogger()
+		s := host.New(r.host, host.Config{SessionID: 1, Logger: log})
+		if _, err := s.Connect(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		cmd := enableAll(0, 0, 0)
+		var in proto.Sensor
+		cycle := func() error {
+			time.Sleep(time.Millisecond)
+			if err := s.Send(&cmd); err != nil {
+				t.Fatal(err)
+			}
+			return s.Receive(&in)
+		}
+		for range 10 {
+			if err := cycle(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rogue := proto.Command{SessionID: 2}
+		var payload [proto.CommandLen]byte
+		var frame [proto.MaxFrameLen]byte
+		for range 21 {
+			if _, err := rogue.Marshal(payload[:]); err != nil {
+				t.Fatal(err)
+			}
+			n, _ := proto.PutFrame(frame[:], host.DefaultMAC, payload[:])
+			if err := r.host.WriteFrame(frame[:n]); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Receive(&in); err != nil { // the board's answer to each rogue tick
+				t.Fatal(err)
+			}
+		}
+		var err error
+		cycles := 0
+		for ; err == nil && cycles < 100; cycles++ {
+			err = cycle()
+		}
+		if !errors.Is(err, host.ErrCommandsIgnored) {
+			t.Fatalf("after %d cycles: %v, want ErrCommandsIgnored", cycles, err)
+		}
+		if cycles < 50 || cycles > 52 {
+			t.Fatalf("noticed after %d ms, want just over the 50 ms sensor timeout", cycles)
+		}
+		if d := s.Drivers(&in)[0]; d.Motors[0].Enabled {
+			t.Fatalf("%v: the board in ERROR should have disabled the motors", d)
+		}
+	})
+}
