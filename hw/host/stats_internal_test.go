@@ -1,6 +1,8 @@
 package host
 
 import (
+	"io"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -26,7 +28,7 @@ func TestLossAccounting(t *testing.T) {
 		{"packet_loss wraps", []pkt{{1, 65535}, {2, 1}}, 0, 65535 + 2, nil, map[int]uint64{2: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := New(nil, Config{})
+			s := New(nil, Config{Logger: discardLogger()})
 			for _, p := range tc.packets {
 				s.account(&proto.Sensor{SensorIndex: p.sensorIndex, PacketLoss: p.packetLoss}, 0)
 			}
@@ -49,7 +51,7 @@ func TestLossAccounting(t *testing.T) {
 }
 
 func TestLatencyFromLastCommandIndex(t *testing.T) {
-	s := New(nil, Config{})
+	s := New(nil, Config{Logger: discardLogger()})
 	ms := time.Millisecond
 	for i := range uint16(5) {
 		s.sendTimes[i%sendRingSize] = sendRecord{index: i, valid: true, at: time.Duration(i) * ms}
@@ -68,3 +70,5 @@ func TestLatencyFromLastCommandIndex(t *testing.T) {
 		t.Fatalf("latency samples %d p50 %v max %v, want 4, 1ms, 3ms", st.LatencySamples, st.LatencyP50, st.LatencyMax)
 	}
 }
+
+func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
