@@ -1,7 +1,7 @@
 package core
 
 import (
-	"github.com/dualforce/dualforce/runtime/mqtt/corebus"
+	"github.com/dualforce/dualforce/runtime/corebus"
 )
 
 // Reasons a command is refused.
@@ -86,7 +86,7 @@ func (c *Core) applySkill(sel *corebus.SkillSelection) (bool, string) {
 		c.emit(eventSwitch(from, c.active, reasonOperator))
 		return true, ""
 	}
-	if sel.Generation != c.bank.catalogue.Generation {
+	if sel.Generation != c.catalogue.Load().Generation {
 		return false, refuseStaleBank
 	}
 	from := c.active
@@ -173,6 +173,7 @@ func (c *Core) swapOfferedBank() {
 		}
 		ev.OK = true
 		c.setGains(o.bank)
+		c.catalogue.Store(o.bank.catalogue)
 	}
 	c.emit(ev)
 }

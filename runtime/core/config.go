@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/dualforce/dualforce/hw/solo12"
-	"github.com/dualforce/dualforce/runtime/mqtt/corebus"
+	"github.com/dualforce/dualforce/runtime/corebus"
 	"github.com/dualforce/dualforce/skills"
 )
 

@@ -8,8 +8,8 @@ import (
 	"github.com/dualforce/dualforce/hw/proto"
 	"github.com/dualforce/dualforce/hw/slider"
 	"github.com/dualforce/dualforce/hw/solo12"
+	"github.com/dualforce/dualforce/runtime/corebus"
 	"github.com/dualforce/dualforce/runtime/estimator"
-	"github.com/dualforce/dualforce/runtime/mqtt/corebus"
 	"github.com/dualforce/dualforce/skills"
 )
 
@@ -88,8 +88,10 @@ type Core struct {
 	kp, kd float64
 
 	bank      *Loaded
+	catalogue atomic.Pointer[corebus.Catalogue]
 	offered   atomic.Pointer[offer]
 	commands  *corebus.Ring[corebus.Command]
+	outbox    *corebus.Ring[corebus.Event]
 	state     *corebus.Latest[corebus.Snapshot]
 	snap      corebus.Snapshot
 	decim     uint64
@@ -103,7 +105,7 @@ type Core struct {
 	reasons   reasonTable
 	events    [maxEvents]corebus.Event
 	nEvents   int
-	dropped   uint64
+	dropped   atomic.Uint64
 	phase     Phase
 	fault     string
 	estop     bool
@@ -144,6 +146,7 @@ func New(cfg Config, bank *Loaded) (*Core, error) {
 	c := &Core{
 		cfg: cfg, limits: cfg.Limits, bank: bank, est: est,
 		commands: corebus.NewRing[corebus.Command](64),
+		outbox:   corebus.NewRing[corebus.Event](256),
 		state:    corebus.NewLatest[corebus.Snapshot](),
 		decim:    uint64(bank.Bank.Contract.LinkHz / bank.Bank.Contract.PolicyHz),
 		velocity: cfg.Velocity, goal: cfg.Goal,
@@ -151,6 +154,7 @@ func New(cfg Config, bank *Loaded) (*Core, error) {
 		switcher: newSwitcher(cfg.Switching),
 	}
 	c.setGains(bank)
+	c.catalogue.Store(bank.catalogue)
 	if cfg.Calibration == CalibrateIndex {
 		if c.calib, err = solo12.NewCalibrator(cfg.Index); err != nil {
 			return nil, err
@@ -172,8 +176,19 @@ func (c *Core) setGains(b *Loaded) {
 	}
 }
 
-// Submit queues an operator command for the next policy tick; false when the queue is full.
-func (c *Core) Submit(cmd corebus.Command) bool { return c.commands.Offer(cmd) }
+// OfferCommand queues an operator command for the next policy tick; false when the queue is
+// full. Safe from any goroutine.
+func (c *Core) OfferCommand(cmd corebus.Command) bool { return c.commands.Offer(cmd) }
+
+// PollEvent takes the oldest event not yet taken, for the one consumer of events (the MQTT
+// adapter). Events also appear in each Step's Output for the flight recorder.
+func (c *Core) PollEvent(dst *corebus.Event) bool { return c.outbox.Poll(dst) }
+
+// EventsDropped counts events lost because the outbox or a tick's event buffer was full.
+func (c *Core) EventsDropped() uint64 { return c.outbox.Dropped() + c.dropped.Load() }
+
+// LoadState copies the snapshot of the latest policy tick; false before the first.
+func (c *Core) LoadState(dst *corebus.Snapshot) bool { return c.state.Load(dst) }
 
 // OfferBank hands over the result of a bank load done off the control thread: a loaded bank, or
 // the error that refused the file at path. A bank is swapped in at the next policy tick at which
@@ -183,11 +198,8 @@ func (c *Core) OfferBank(b *Loaded, path string, err error, ref corebus.CommandR
 	c.offered.Store(&offer{bank: b, path: path, err: err, ref: ref})
 }
 
-// State is the snapshot the core publishes at every policy tick, for MQTT and metrics.
-func (c *Core) State() *corebus.Latest[corebus.Snapshot] { return c.state }
-
-// Catalogue lists the running bank's skills.
-func (c *Core) Catalogue() *corebus.Catalogue { return c.bank.catalogue }
+// Catalogue lists the running bank's skills. Safe from any goroutine.
+func (c *Core) Catalogue() *corebus.Catalogue { return c.catalogue.Load() }
 
 // Phase returns the current phase.
 func (c *Core) Phase() Phase { return c.phase }
@@ -247,11 +259,12 @@ func (c *Core) enter(p Phase, now time.Duration, reason string) {
 
 func (c *Core) emit(e corebus.Event) {
 	if c.nEvents == maxEvents {
-		c.dropped++
+		c.dropped.Add(1)
 		return
 	}
 	c.events[c.nEvents] = e
 	c.nEvents++
+	c.outbox.Offer(e)
 }
 
 // driverMode enables every motor with index compensation and odri's 5 ms driver timeout.

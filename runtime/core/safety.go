@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/dualforce/dualforce/hw/solo12"
-	"github.com/dualforce/dualforce/runtime/mqtt/corebus"
+	"github.com/dualforce/dualforce/runtime/corebus"
 )
 
 // Fault codes, stable for operators and logs.

@@ -3,7 +3,7 @@ package core
 import (
 	"time"
 
-	"github.com/dualforce/dualforce/runtime/mqtt/corebus"
+	"github.com/dualforce/dualforce/runtime/corebus"
 	"github.com/dualforce/dualforce/skills"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/dualforce/dualforce/hw/board"
 	"github.com/dualforce/dualforce/runtime/core"
-	"github.com/dualforce/dualforce/runtime/mqtt/corebus"
+	"github.com/dualforce/dualforce/runtime/corebus"
 	"github.com/dualforce/dualforce/skills"
 )
 
@@ -126,7 +126,7 @@ func (r *rig) standing() {
 
 func (r *rig) submit(cmd corebus.Command) {
 	r.t.Helper()
-	if !r.core.Submit(cmd) {
+	if !r.core.OfferCommand(cmd) {
 		r.t.Fatal("command queue full")
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/dualforce/dualforce/runtime/core"
-	"github.com/dualforce/dualforce/runtime/mqtt/corebus"
+	"github.com/dualforce/dualforce/runtime/corebus"
 	"github.com/dualforce/dualforce/skills"
 )
 

@@ -10,7 +10,8 @@ import (
 	"github.com/dualforce/dualforce/hw/board"
 	"github.com/dualforce/dualforce/hw/proto"
 	"github.com/dualforce/dualforce/runtime/core"
-	"github.com/dualforce/dualforce/runtime/mqtt/corebus"
+	"github.com/dualforce/dualforce/runtime/corebus"
+	"github.com/dualforce/dualforce/runtime/mqtt"
 	"github.com/dualforce/dualforce/skills"
 )
 
@@ -205,3 +206,6 @@ func TestCoreStepDoesNotAllocate(t *testing.T) {
 		t.Fatalf("%v allocations per lockstep tick (core + board + codec)", n)
 	}
 }
+
+// The core is what the MQTT adapter talks to.
+var _ mqtt.Core = (*core.Core)(nil)

@@ -15,7 +15,7 @@ import (
 	paho "github.com/eclipse/paho.mqtt.golang"
 	"github.com/eclipse/paho.mqtt.golang/packets"
 
-	"github.com/dualforce/dualforce/runtime/mqtt/corebus"
+	"github.com/dualforce/dualforce/runtime/corebus"
 )
 
 // Config configures the adapter. Zero fields take the defaults noted.

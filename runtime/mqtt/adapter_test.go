@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dualforce/dualforce/runtime/mqtt/corebus"
+	"github.com/dualforce/dualforce/runtime/corebus"
 )
 
 func ptr[T any](v T) *T { return &v }

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dualforce/dualforce/runtime/mqtt/corebus"
+	"github.com/dualforce/dualforce/runtime/corebus"
 )
 
 // BenchmarkCommandLatency measures from an operator's QoS 1 publish of a

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dualforce/dualforce/runtime/mqtt/corebus"
+	"github.com/dualforce/dualforce/runtime/corebus"
 )
 
 // MaxPayload is the largest command payload accepted (a 128-wide latent in

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dualforce/dualforce/runtime/mqtt/corebus"
+	"github.com/dualforce/dualforce/runtime/corebus"
 )
 
 var decodeNow = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)

@@ -1,6 +1,6 @@
 package mqtt
 
-import "github.com/dualforce/dualforce/runtime/mqtt/corebus"
+import "github.com/dualforce/dualforce/runtime/corebus"
 
 // What the adapter needs from the runtime core. corebus.Ring and
 // corebus.Latest provide non-blocking, allocation-free implementations the

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dualforce/dualforce/runtime/mqtt/corebus"
+	"github.com/dualforce/dualforce/runtime/corebus"
 )
 
 // retainedOn runs mosquitto_sub for the broker's retained copy of topic and

@@ -5,7 +5,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/dualforce/dualforce/runtime/mqtt/corebus"
+	"github.com/dualforce/dualforce/runtime/corebus"
 )
 
 // Connection states published retained on TopicConnection, as JSON strings.

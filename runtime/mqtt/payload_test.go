@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dualforce/dualforce/runtime/mqtt/corebus"
+	"github.com/dualforce/dualforce/runtime/corebus"
 )
 
 // One bad estimate must not stop telemetry: NaN and infinities become null.
