@@ -11,6 +11,9 @@
 //     validation, timeouts, loss and latency statistics, listener mode.
 //   - solo12: the Solo12 joint<->motor map and the index-search calibration step function.
 //   - slider: the serial slider box and hardware E-stop.
+//   - clock: 1 kHz pacing without time.Ticker (clock_nanosleep plus spin on a locked thread) and
+//     allocation-free latency histograms.
+//   - perception: the side channel a perception stack feeds the runtime (height map, mocap pose).
 //
 // Nothing under hw imports any other package of this module.
 package hw
