@@ -1,0 +1,21 @@
+// Package datafile owns the on-disk format of the Dual-Force datasets: an offline set D_O and a
+// separate expert state-only set D_E, each one .npz archive (a zip of .npy members, readable by
+// numpy.load) with a manifest.json member.
+//
+// The offline archive holds, for N transitions: observations and next_observations (N x D
+// float32), actions (N x 12 float32 in [-1,1]), terminals, timeouts and episode_starts (bool),
+// and the withheld columns the algorithm must never train on: rewards (the task reward),
+// is_expert (bool), modes (int32 behaviour label, an index into the manifest's modes),
+// base_position and base_rpy (N x 3 float32 ground truth at the first state). The expert
+// archive holds observations (M x D float32) only. The manifest records the format version,
+// the contract the data was collected under (observation layout by name, action scale, PD
+// gains, default pose, rates), counts, the seeds and the generator's parameters.
+//
+// Writes are atomic (temp file in the target directory, fsync, rename). Reads check every member
+// before trusting it: the zip structure and checksums, the .npy header (dtype, order, shape)
+// against the manifest and the contract, exact member sizes, and the dataset invariants
+// (trainer/dataset); a truncated or corrupt file is an error wrapping ErrFormat, never a panic
+// and never silently zero-filled data. Arrays are decoded with github.com/sbinet/npyio after
+// those checks; they are encoded here because npyio derives an array's shape from its Go type
+// and would copy a large matrix twice to write it as 2-D.
+package datafile
