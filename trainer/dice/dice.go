@@ -55,6 +55,7 @@ type Trainer struct {
 	data   *dataset.Offline
 	reward []float32
 	init   []int
+	src    *rand.PCG // rng's source, kept so a checkpoint can save its state
 	rng    *rand.Rand
 
 	V     *nn.MLP[float32]
@@ -91,7 +92,8 @@ func New(data *dataset.Offline, reward []float32, cfg Config) (*Trainer, error) 
 	if err := dataset.CheckFinite("reward", reward, 1); err != nil {
 		return nil, err
 	}
-	rng := rand.New(rand.NewPCG(cfg.Seed, 0xd1ce))
+	src := rand.NewPCG(cfg.Seed, 0xd1ce)
+	rng := rand.New(src)
 	v, err := nn.NewMLP[float32](rng, append(append([]int{data.ObsDim}, cfg.ValueHidden...), 1), cfg.Activation, nn.Identity)
 	if err != nil {
 		return nil, fmt.Errorf("dice: value network: %w", err)
@@ -102,7 +104,7 @@ func New(data *dataset.Offline, reward []float32, cfg Config) (*Trainer, error) 
 	}
 	b, b0, d := cfg.Batch, cfg.InitBatch, data.ObsDim
 	t := &Trainer{
-		cfg: cfg, data: data, reward: reward, init: data.InitialStates(), rng: rng,
+		cfg: cfg, data: data, reward: reward, init: data.InitialStates(), src: src, rng: rng,
 		V: v, Pi: pi,
 		vOpt:  nn.NewAdam[float32](len(v.Params()), cfg.ValueLR),
 		piOpt: nn.NewAdam[float32](len(pi.Net.Params()), cfg.PolicyLR),
