@@ -54,7 +54,12 @@ func Open(path string) (*Reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("recorder: %w", err)
 	}
-	r, err := NewReader(f, path)
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("recorder: %w", err)
+	}
+	r, err := newReader(f, path, info.Size())
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -65,6 +70,20 @@ func Open(path string) (*Reader, error) {
 
 // NewReader reads a recording from src; name appears in errors.
 func NewReader(src io.Reader, name string) (*Reader, error) {
+	size := int64(-1)
+	if s, ok := src.(interface{ Size() int64 }); ok { // bytes.Reader, strings.Reader
+		size = s.Size()
+	}
+	return newReader(src, name, size)
+}
+
+// newReader reads from src of size bytes (-1: unknown); no record can be longer than the
+// file, so a corrupt length field then costs no more memory than the file's size.
+func newReader(src io.Reader, name string, size int64) (*Reader, error) {
+	maxRecord := int64(maxRecordBytes)
+	if size >= 0 {
+		maxRecord = max(min(maxRecord, size), 1) // 0 would mean no limit
+	}
 	r := &Reader{
 		name:     name,
 		channels: map[uint16]channelKind{},
@@ -74,7 +93,7 @@ func NewReader(src io.Reader, name string) (*Reader, error) {
 	}
 	lex, err := mcap.NewLexer(src, &mcap.LexerOptions{
 		ValidateChunkCRCs:        true,
-		MaxRecordSize:            maxRecordBytes,
+		MaxRecordSize:            int(maxRecord),
 		MaxDecompressedChunkSize: maxChunkBytes,
 	})
 	if err != nil {
