@@ -1,0 +1,200 @@
+package metrics
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+)
+
+// Num is a float64 that JSON-encodes NaN and infinities as null (JSON has no
+// such numbers, and a diverging run must still be logged) and finite values
+// in the shortest form that reads back exactly.
+type Num float64
+
+// MarshalJSON implements json.Marshaler.
+func (n Num) MarshalJSON() ([]byte, error) {
+	f := float64(n)
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return []byte("null"), nil
+	}
+	return strconv.AppendFloat(nil, f, 'g', -1, 64), nil
+}
+
+// UnmarshalJSON implements json.Unmarshaler; null reads as NaN.
+func (n *Num) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*n = Num(math.NaN())
+		return nil
+	}
+	f, err := strconv.ParseFloat(string(b), 64)
+	if err != nil {
+		return fmt.Errorf("metrics: number %q: %w", b, err)
+	}
+	*n = Num(f)
+	return nil
+}
+
+// IterationKey is the field every record carries: the x axis of plots and
+// the cut of Resume.
+const IterationKey = "iteration"
+
+// Log appends one JSON object per line to a file. It is not safe for
+// concurrent use.
+type Log struct {
+	f   *os.File
+	w   *bufio.Writer
+	buf bytes.Buffer
+}
+
+// Create starts a new log at path, replacing any old one.
+func Create(path string) (*Log, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	return &Log{f: f, w: bufio.NewWriter(f)}, nil
+}
+
+// ErrMalformed reports a log line that is not a JSON object with a numeric
+// iteration.
+var ErrMalformed = errors.New("metrics: malformed log line")
+
+// Resume keeps the lines of the log at path whose iteration is at most upto
+// (the iteration of the checkpoint a run resumes from), replacing the file
+// atomically, and opens it for appending. A missing log is started afresh.
+func Resume(path string, upto int) (*Log, error) {
+	old, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return Create(path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	var kept [][]byte
+	for n, line := range bytes.Split(old, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		it, err := lineIteration(line)
+		if err != nil {
+			// A line cut short by a crash can only be the last one.
+			if n == bytes.Count(old, []byte("\n")) {
+				break
+			}
+			return nil, fmt.Errorf("%s line %d: %w", path, n+1, err)
+		}
+		if it <= upto {
+			kept = append(kept, line)
+		}
+	}
+	err = WriteFile(path, func(w io.Writer) error {
+		for _, line := range kept {
+			if _, err := fmt.Fprintf(w, "%s\n", line); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	return &Log{f: f, w: bufio.NewWriter(f)}, nil
+}
+
+func lineIteration(line []byte) (int, error) {
+	var rec map[string]json.RawMessage
+	if err := json.Unmarshal(line, &rec); err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	var it *int
+	if err := json.Unmarshal(rec[IterationKey], &it); err != nil || it == nil {
+		return 0, fmt.Errorf("%w: no integer %q", ErrMalformed, IterationKey)
+	}
+	return *it, nil
+}
+
+// Write appends rec (any value that encodes as a JSON object with an
+// iteration field) as one line and flushes it, so the file can be followed
+// while the run goes on.
+func (l *Log) Write(rec any) error {
+	l.buf.Reset()
+	if err := json.NewEncoder(&l.buf).Encode(rec); err != nil {
+		return fmt.Errorf("metrics: encode: %w", err)
+	}
+	if _, err := l.w.Write(l.buf.Bytes()); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	if err := l.w.Flush(); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	return nil
+}
+
+// Close flushes and closes the file.
+func (l *Log) Close() error {
+	err := l.w.Flush()
+	if cerr := l.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	return nil
+}
+
+// Series are columns of a log: the iteration of every line, and per
+// requested key its value (NaN where the line has null or lacks the key).
+type Series struct {
+	Iteration []float64
+	Values    map[string][]float64
+}
+
+// ReadSeries reads the columns keys of the log at path.
+func ReadSeries(path string, keys ...string) (Series, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Series{}, fmt.Errorf("metrics: %w", err)
+	}
+	defer f.Close()
+	s := Series{Values: make(map[string][]float64, len(keys))}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Bytes()
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var rec map[string]json.RawMessage
+		if err := json.Unmarshal(line, &rec); err != nil {
+			return Series{}, fmt.Errorf("%s line %d: %w: %w", path, n, ErrMalformed, err)
+		}
+		var it Num
+		if err := json.Unmarshal(rec[IterationKey], &it); err != nil || math.IsNaN(float64(it)) {
+			return Series{}, fmt.Errorf("%s line %d: %w: no numeric %q", path, n, ErrMalformed, IterationKey)
+		}
+		s.Iteration = append(s.Iteration, float64(it))
+		for _, k := range keys {
+			v := Num(math.NaN())
+			if raw, ok := rec[k]; ok {
+				if err := json.Unmarshal(raw, &v); err != nil {
+					return Series{}, fmt.Errorf("%s line %d: %w: %q is not a number", path, n, ErrMalformed, k)
+				}
+			}
+			s.Values[k] = append(s.Values[k], float64(v))
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return Series{}, fmt.Errorf("metrics: read %s: %w", path, err)
+	}
+	return s, nil
+}
