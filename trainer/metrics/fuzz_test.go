@@ -9,7 +9,7 @@ import (
 // FuzzLogReaders feeds arbitrary files to ReadSeries and Resume: an error or
 // a result, never a panic; a resumed log holds only lines ReadSeries accepts.
 func FuzzLogReaders(f *testing.F) {
-	f.Add([]byte(`{"iteration":1,"loss":0.5,"ess":null}` + "\n" + `{"iteration":2,"loss":1}` + "\n"), 1)
+	f.Add([]byte(`{"iteration":1,"loss":0.5,"ess":null}`+"\n"+`{"iteration":2,"loss":1}`+"\n"), 1)
 	f.Add([]byte(`{"iteration":1e400}`), 0)
 	f.Add([]byte("[1,2]\n{\"iteration\":\"3\"}\n"), 5)
 	f.Add([]byte(`{"iteration":1,"loss":true}`+"\n"), 2)
