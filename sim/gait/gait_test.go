@@ -87,3 +87,79 @@ func TestParamsValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestSwingProfile(t *testing.T) {
+	for _, c := range []struct{ s, forward, lift float64 }{{0, 0, 0}, {0.5, 0.5, 1}, {1, 1, 0}, {swingRise, 0, 1}, {1 - swingRise, 1, 1}} {
+		f, l := swingProfile(c.s)
+		if math.Abs(f-c.forward) > 0.15 || math.Abs(l-c.lift) > 1e-12 {
+			t.Errorf("swingProfile(%.2f) = %.3f, %.3f; want about %.2f, %.2f", c.s, f, l, c.forward, c.lift)
+		}
+	}
+	// The foot is fully up while it travels most of the way.
+	for s := swingRise; s <= 1-swingRise; s += 0.01 {
+		if _, l := swingProfile(s); l < 1-1e-12 {
+			t.Fatalf("lift %.3f at %.2f", l, s)
+		}
+	}
+	prev := 0.0
+	for s := 0.0; s <= 1; s += 0.01 {
+		f, _ := swingProfile(s)
+		if f < prev {
+			t.Fatalf("foot moves back at swing phase %.2f", s)
+		}
+		prev = f
+	}
+}
+
+// Stance feet stand on the terrain under them and swing feet climb from the height under their
+// take-off point to the height under their landing point.
+func TestTerrainFootholds(t *testing.T) {
+	p := DefaultParams()
+	p.VX, p.Kp = 0.3, 0
+	const step = 0.05
+	// A 5 cm step under everything ahead of x = 0.1 m (front feet), flat behind.
+	terrain := func(x, _ float64) float64 {
+		if x > 0.1 {
+			return step
+		}
+		return 0
+	}
+	flat, _ := NewTrot(p)
+	raised, _ := NewTrot(p)
+	for i := range 18 {
+		qf, err := flat.Targets(0.02, Base{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		qr, err := raised.Targets(0.02, Base{Terrain: terrain})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for leg := range NumLegs {
+			ff := FootPosition(leg, [3]float64(qf[3*leg:3*leg+3]))
+			fr := FootPosition(leg, [3]float64(qr[3*leg:3*leg+3]))
+			want := 0.0
+			if front(leg) > 0 {
+				want = step
+			}
+			if math.Abs(fr[2]-ff[2]-want) > 1e-9 || math.Abs(fr[0]-ff[0]) > 1e-9 {
+				t.Fatalf("step %d leg %d: foot %.4f on the terrain, %.4f on flat ground; want %.3f higher", i, leg, fr, ff, want)
+			}
+		}
+	}
+}
+
+func TestPhase(t *testing.T) {
+	tr, _ := NewTrot(DefaultParams())
+	tr.SetPhase(1.25)
+	if tr.Phase() != 0.25 {
+		t.Fatalf("phase %v", tr.Phase())
+	}
+	tr.SetPhase(-0.25)
+	if tr.Phase() != 0.75 {
+		t.Fatalf("phase %v", tr.Phase())
+	}
+	if _, err := tr.Targets(tr.P.Period/2, Base{}); err != nil || math.Abs(tr.Phase()-0.25) > 1e-12 {
+		t.Fatalf("half a period later: phase %v, %v", tr.Phase(), err)
+	}
+}

@@ -7,20 +7,21 @@ import (
 
 // Params sets a trot. Velocities are in the base frame.
 type Params struct {
-	VX, VY     float64 // commanded base velocity, m/s
-	YawRate    float64 // commanded yaw rate, rad/s
-	Height     float64 // base height above flat ground, m
-	StepHeight float64 // swing foot clearance, m
-	Period     float64 // one full gait cycle, s; 0 means stand with all four feet down
-	Duty       float64 // fraction of the cycle a foot is on the ground (0.5 = trot)
+	VX         float64 `json:"vx"`          // commanded forward base velocity, m/s
+	VY         float64 `json:"vy"`          // commanded lateral base velocity, m/s
+	YawRate    float64 `json:"yaw_rate"`    // commanded yaw rate, rad/s
+	Height     float64 `json:"height"`      // base height above flat ground, m
+	StepHeight float64 `json:"step_height"` // swing foot clearance, m
+	Period     float64 `json:"period"`      // one full gait cycle, s; 0 means stand with all four feet down
+	Duty       float64 `json:"duty"`        // fraction of the cycle a foot is on the ground (0.5 = trot)
 	// RaibertGain moves the touchdown point by gain*(measured - commanded velocity) to catch a
 	// base that runs too fast or too slow.
-	RaibertGain float64
+	RaibertGain float64 `json:"raibert_gain"`
 	// Kp is the joint PD stiffness (Nm/rad) the targets are tracked with; stance legs get their
 	// share of the body weight added to the target as tau/Kp so the PD does not sag. 0 disables.
-	Kp float64
+	Kp float64 `json:"kp"`
 	// Mass is the robot mass carried by the stance legs, kg.
-	Mass float64
+	Mass float64 `json:"mass"`
 }
 
 // DefaultParams is a middle-height trot in place.
@@ -49,6 +50,18 @@ func (p Params) Validate() error {
 type Base struct {
 	LinVel [3]float64
 	AngVel [3]float64
+	// Terrain is the ground height (m) under a point (x, y) of the base frame's horizontal
+	// plane, relative to the ground the base height is measured from; nil is flat ground.
+	// Stance feet stand on it and swing feet travel from the height under their take-off point
+	// to the height under their landing point, StepHeight above the straight line between.
+	Terrain func(x, y float64) float64
+}
+
+func (b *Base) ground(x, y float64) float64 {
+	if b.Terrain == nil {
+		return 0
+	}
+	return b.Terrain(x, y)
 }
 
 // Trot generates joint position targets for a trot: diagonal pairs (FL,HR) and (FR,HL) alternate.
@@ -56,6 +69,13 @@ type Trot struct {
 	P     Params
 	phase float64 // in [0,1)
 }
+
+// SetPhase moves the gait clock to phase p (taken modulo 1): episodes start at different points
+// of the cycle.
+func (t *Trot) SetPhase(p float64) { t.phase = p - math.Floor(p) }
+
+// Phase is the gait clock in [0, 1): 0 is the (FL, HR) pair's touchdown.
+func (t *Trot) Phase() float64 { return t.phase }
 
 // NewTrot returns a trot generator at phase 0.
 func NewTrot(p Params) (*Trot, error) {
@@ -93,16 +113,19 @@ func (t *Trot) Targets(dt float64, base Base) ([12]float64, error) {
 				s := psi / p.Duty
 				foot[0] += half[0] * (1 - 2*s)
 				foot[1] += half[1] * (1 - 2*s)
+				foot[2] += base.ground(foot[0], foot[1])
 			} else {
 				inStance = false
 				s := (psi - p.Duty) / (1 - p.Duty)
 				// Raibert: land further ahead when the base runs ahead of the command.
 				catchX := p.RaibertGain * (base.LinVel[0] - p.VX)
 				catchY := p.RaibertGain * (base.LinVel[1] - p.VY)
-				blend := (1 - math.Cos(math.Pi*s)) / 2
-				foot[0] += -half[0] + blend*(2*half[0]+catchX)
-				foot[1] += -half[1] + blend*(2*half[1]+catchY)
-				foot[2] += p.StepHeight * math.Sin(math.Pi*s)
+				forward, lift := swingProfile(s)
+				from := base.ground(nom[0]-half[0], nom[1]-half[1])
+				to := base.ground(nom[0]+half[0]+catchX, nom[1]+half[1]+catchY)
+				foot[0] += -half[0] + forward*(2*half[0]+catchX)
+				foot[1] += -half[1] + forward*(2*half[1]+catchY)
+				foot[2] += from + forward*(to-from) + p.StepHeight*lift
 			}
 		}
 		ql, err := LegIK(leg, foot)
@@ -115,6 +138,17 @@ func (t *Trot) Targets(dt float64, base Base) ([12]float64, error) {
 		copy(q[3*leg:3*leg+3], ql[:])
 	}
 	return q, nil
+}
+
+// swingRise is the fraction of a swing spent lifting the foot, and again lowering it.
+const swingRise = 0.3
+
+// swingProfile is a swing foot's horizontal progress and lift (both 0..1) at swing phase s: it
+// rises first, travels while up and lands last, so it clears an edge anywhere along its path,
+// where a sine arc would scrape the edge it steps from or onto.
+func swingProfile(s float64) (forward, lift float64) {
+	smooth := func(x float64) float64 { return (1 - math.Cos(math.Pi*min(max(x, 0), 1))) / 2 }
+	return smooth((s - swingRise/2) / (1 - swingRise)), smooth(min(s, 1-s) / swingRise)
 }
 
 // stanceLegs is how many feet carry the body: all four when standing, a diagonal pair in a trot.
