@@ -1,0 +1,109 @@
+package behave
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/dualforce/dualforce/sim/worlds"
+	"github.com/dualforce/dualforce/skills"
+)
+
+// Navigation geometry (m).
+const (
+	// approach is how far before and after the box, along x, the route's waypoints beside (or
+	// on the line over) the box lie: about the body's half length, so the body clears the box's
+	// corners before turning.
+	approach = 0.4
+	// overApproach is the same for the route over the box: a straight run-up square to it.
+	overApproach = 0.45
+	// passRadius is how close a waypoint must come before the next one is taken.
+	passRadius = 0.15
+	// arriveFraction of the goal radius is where the navigator stops walking to the goal and
+	// starts keeping station on it.
+	arriveFraction = 0.6
+	// stationGain (1/s) and stationSpeed (m/s) turn the goal's offset in the base frame into the
+	// small velocity command that keeps the base on the goal once it has arrived.
+	stationGain  = 1.0
+	stationSpeed = 0.15
+	// maxSideSpeed (m/s) bounds the sideways walking while the heading turns to a waypoint.
+	maxSideSpeed = 0.15
+)
+
+// navigator steers a walker along waypoints past the box to the goal: straight at each
+// waypoint, slowing while it turns, keeping station on the goal once it has arrived.
+type navigator struct {
+	*walker
+	waypoints [][2]float64
+	next      int
+	goal      worlds.Goal
+	arrived   bool
+}
+
+func newNavigator(spec Spec, am skills.ActionMap, l *worlds.Layout, rng *rand.Rand) (*navigator, error) {
+	if l == nil || l.Goal == nil {
+		return nil, fmt.Errorf("%w: navigate needs a layout with a goal", ErrSpec)
+	}
+	var box *worlds.Box
+	for i := range l.Boxes {
+		if l.Boxes[i].Kind == worlds.KindBox {
+			box = &l.Boxes[i]
+			break
+		}
+	}
+	if box == nil {
+		return nil, fmt.Errorf("%w: navigate needs a layout with a box", ErrSpec)
+	}
+	w, err := newWalker(spec, am, l, rng)
+	if err != nil {
+		return nil, err
+	}
+	n := &navigator{walker: w, goal: *l.Goal}
+	cx, cy, hx, hy := box.Center[0], box.Center[1], box.Half[0], box.Half[1]
+	switch spec.Route {
+	case RouteLeft, RouteRight:
+		side := cy + hy + spec.Clearance
+		if spec.Route == RouteRight {
+			side = cy - hy - spec.Clearance
+		}
+		n.waypoints = [][2]float64{{cx - hx - approach, side}, {cx + hx + approach, side}}
+	case RouteOver:
+		n.waypoints = [][2]float64{{cx - hx - overApproach, cy}, {cx + hx + overApproach, cy}}
+	}
+	n.waypoints = append(n.waypoints, [2]float64{n.goal.X, n.goal.Y})
+	return n, nil
+}
+
+func (n *navigator) Act(s *State, a *[skills.NumJoints]float32) error {
+	x, y, yaw := s.Pos[0], s.Pos[1], s.RPY[2]
+	if !n.arrived && math.Hypot(n.goal.X-x, n.goal.Y-y) < arriveFraction*n.goal.Radius {
+		n.arrived = true
+	}
+	if n.arrived {
+		c, sn := math.Cos(yaw), math.Sin(yaw)
+		dx, dy := n.goal.X-x, n.goal.Y-y
+		clamp := func(v float64) float64 { return min(max(stationGain*v, -stationSpeed), stationSpeed) }
+		return n.drive(s, clamp(c*dx+sn*dy), clamp(-sn*dx+c*dy), 0, a)
+	}
+	// Waypoints are ordered along +x: one is passed once it is near or behind the base.
+	for n.next < len(n.waypoints)-1 {
+		wp := n.waypoints[n.next]
+		if math.Hypot(wp[0]-x, wp[1]-y) > passRadius && x < wp[0] {
+			break
+		}
+		n.next++
+	}
+	wp := n.waypoints[n.next]
+	bearing := math.Atan2(wp[1]-y, wp[0]-x) + n.wander()
+	e := wrap(bearing - yaw)
+	maxRate := n.spec.Gait.YawRate
+	yawRate := min(max(n.spec.HeadingGain*e, -maxRate), maxRate)
+	// Walk towards the waypoint in the base frame, sideways too while the heading catches up,
+	// and slow down on the final approach so the goal is not overrun.
+	speed := n.spec.Gait.VX
+	if n.next == len(n.waypoints)-1 {
+		speed = min(speed, 2*math.Hypot(wp[0]-x, wp[1]-y))
+	}
+	side := min(max(speed*math.Sin(e), -maxSideSpeed), maxSideSpeed)
+	return n.drive(s, speed*max(0, math.Cos(e)), side, yawRate, a)
+}
