@@ -1,0 +1,109 @@
+package collect
+
+import (
+	"math"
+	"testing"
+
+	"github.com/dualforce/dualforce/sim/behave"
+)
+
+// Every clean locomotion mode does what it claims in simulation, through the whole collection
+// pipeline: forward speed within 15% of its command, yaw rate within 15% of its turning rate,
+// low / middle / high base heights at least 3 cm apart, and the expert falls in under 2% of
+// 50 episodes.
+func TestLocomotionModes(t *testing.T) {
+	const seconds = 3.0
+	clean := []string{"low", "middle_slow", "high", "low_turn_left", "low_turn_right", "middle_turn_left",
+		"middle_turn_right", "high_turn_left", "high_turn_right"}
+	episodes := map[string]int{"expert": 50}
+	for _, name := range clean {
+		episodes[name] = 4
+	}
+	p := plan(t, TaskLocomotion, seconds, episodes)
+	o := collect(t, p)
+	// The first second holds the height ramp and the velocity loop settling.
+	stats := statsByMode(o, 1)
+	for _, name := range append([]string{"expert"}, clean...) {
+		spec := modeByName(t, p, name).Spec.Gait
+		s := stats[name]
+		t.Logf("%-18s speed %.3f m/s (command %.2f)  yaw rate %+.3f rad/s (command %+.2f)  height %.3f m (command %.3f)",
+			name, s.speed, spec.VX, s.yawRate, spec.YawRate, s.height, spec.Height)
+		if math.Abs(s.speed-spec.VX) > 0.15*spec.VX {
+			t.Errorf("%s: forward speed %.3f m/s, command %.3f", name, s.speed, spec.VX)
+		}
+		if want := spec.YawRate; math.Abs(s.yawRate-want) > max(0.15*math.Abs(want), 0.03) {
+			t.Errorf("%s: yaw rate %.3f rad/s, command %.3f", name, s.yawRate, want)
+		}
+	}
+	low, middle, high := stats["low"].height, stats["expert"].height, stats["high"].height
+	if middle-low < 0.03 || high-middle < 0.03 {
+		t.Errorf("base heights low %.3f, middle %.3f, high %.3f m: want at least 3 cm apart", low, middle, high)
+	}
+	for _, m := range o.Manifest.Modes {
+		if m.Name == "expert" {
+			t.Logf("expert: %d falls in %d episodes", m.Falls, m.Episodes)
+			if m.Episodes != 50 || float64(m.Falls) >= 0.02*float64(m.Episodes) {
+				t.Errorf("expert fell in %d of %d episodes, want under 2%%", m.Falls, m.Episodes)
+			}
+		}
+	}
+}
+
+// The navigation expert reaches the goal in at least 90% of episodes on each route with no
+// fences; with the left fence up, the left route fails.
+func TestNavigationRoutes(t *testing.T) {
+	const seconds, episodes = 12.0, 20
+	p := plan(t, TaskNavigation, seconds, map[string]int{"left": episodes, "right": episodes, "over": episodes})
+	o := collect(t, p)
+	for _, m := range o.Manifest.Modes {
+		if !m.Expert {
+			continue
+		}
+		t.Logf("%-5s reached the goal in %d of %d episodes, %d falls", m.Name, m.GoalReached, m.Episodes, m.Falls)
+		if m.Episodes != episodes || m.GoalReached < 9*episodes/10 {
+			t.Errorf("%s reached the goal in %d of %d episodes, want at least 90%%", m.Name, m.GoalReached, m.Episodes)
+		}
+	}
+
+	fenced := plan(t, TaskNavigation, seconds, map[string]int{"left": 5})
+	fenced.Task.World = "obstacle_fence_left"
+	of := collect(t, fenced)
+	left := of.Manifest.Modes[0]
+	t.Logf("left route with the left fence up: reached the goal in %d of %d episodes", left.GoalReached, left.Episodes)
+	if left.Name != "left" || left.GoalReached != 0 {
+		t.Errorf("left route behind the left fence reached the goal in %d of %d episodes, want none", left.GoalReached, left.Episodes)
+	}
+}
+
+// The offline mix's worse behaviours are worse: the random policy falls, the sloppy walkers miss
+// the command, and every mode's actions stay in range with few saturated.
+func TestBehaviourMixIsMixed(t *testing.T) {
+	p := plan(t, TaskLocomotion, 6, map[string]int{"expert": 1, "random": 8, "sloppy": 4, "noisy": 2, "drift": 2})
+	o := collect(t, p)
+	stats := statsByMode(o, 1)
+	for _, m := range o.Manifest.Modes {
+		if m.Transitions > 0 {
+			t.Logf("%-7s %d episodes, %d falls, speed %.3f m/s, yaw rate %+.3f rad/s", m.Name, m.Episodes, m.Falls, stats[m.Name].speed, stats[m.Name].yawRate)
+		}
+		if m.Name == "random" && m.Falls == 0 {
+			t.Errorf("the random policy never fell in %d episodes", m.Episodes)
+		}
+	}
+	if s := stats["sloppy"].speed; math.Abs(s-locomotionSpeed) < 0.05 {
+		t.Errorf("sloppy walkers track the command (%.3f m/s)", s)
+	}
+	saturated, scripted := 0, 0
+	for i, a := range o.Data.Act {
+		if p.Modes[o.Withheld.Mode[i/12]].Spec.Kind == behave.KindRandom {
+			continue
+		}
+		scripted++
+		if math.Abs(float64(a)) >= 1 {
+			saturated++
+		}
+	}
+	t.Logf("saturated action entries of the scripted walkers: %d of %d", saturated, scripted)
+	if saturated*100 > scripted {
+		t.Errorf("%d of %d scripted action entries saturate, want under 1%%", saturated, scripted)
+	}
+}

@@ -1,0 +1,336 @@
+package collect
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/dualforce/dualforce/sim/behave"
+	"github.com/dualforce/dualforce/sim/gait"
+	"github.com/dualforce/dualforce/sim/worlds"
+	"github.com/dualforce/dualforce/skills"
+)
+
+// Scale selects a dataset's size.
+type Scale string
+
+// Scales: "paper" reproduces the paper's transition counts; "test" is small enough for tests.
+const (
+	ScaleTest  Scale = "test"
+	ScalePaper Scale = "paper"
+)
+
+// The dataset contract's action scale and joint PD gains, measured on the scripted gaits: the
+// low (0.19 m) and high (0.28 m) trots and the 8 cm steps over the box need joint targets up to
+// about 0.75 rad from the default pose (stance legs carry their gravity share as tau/Kp on top of
+// the geometry), so 0.8 keeps them inside [-1,1]; the public 0.25-0.3 would clip them. A damping
+// of 0.2 Nm s/rad with zero velocity reference brakes the stance sweep, which the walkers'
+// velocity loop makes up for; less damping let the trot wander.
+const (
+	ActionScale = 0.8
+	Kp          = 5.0 // Nm/rad, under the link's 5.1565 ceiling
+	Kd          = 0.2 // Nm*s/rad
+)
+
+// Jitter varies a mode's gait from episode to episode: each field draws uniformly within
+// +-value around the mode's own.
+type Jitter struct {
+	VX         float64 `json:"vx,omitempty"`
+	YawRate    float64 `json:"yaw_rate,omitempty"`
+	Height     float64 `json:"height,omitempty"`
+	StepHeight float64 `json:"step_height,omitempty"`
+	Period     float64 `json:"period,omitempty"`
+}
+
+// Mode is one behaviour of a dataset's mix and its share of the transitions.
+type Mode struct {
+	Name        string      `json:"name"`
+	Expert      bool        `json:"expert"`
+	Transitions int         `json:"transitions"`
+	Spec        behave.Spec `json:"spec"`
+	Jitter      Jitter      `json:"jitter"`
+}
+
+// Plan is everything a collection run does: the task, the contract observations and actions
+// follow, the modes with their transition quotas, and the master seed.
+type Plan struct {
+	Task     Task            `json:"task"`
+	Scale    Scale           `json:"scale"`
+	Seed     uint64          `json:"seed"`
+	Contract skills.Contract `json:"-"`
+	Modes    []Mode          `json:"modes"`
+	// StartYaw is the +- range (rad) of the uniform random heading every episode starts with.
+	StartYaw float64 `json:"start_yaw"`
+	// scenario is the built-in world of Task.World; fixed is its one layout when it has no
+	// jitter, shared by every episode so a worker keeps its simulator across them.
+	scenario *worlds.Scenario
+	fixed    *worlds.Layout
+}
+
+// SeedRule documents how episodes draw their randomness, for the manifest.
+const SeedRule = "episode j of mode m draws from math/rand/v2 PCG(seed, m<<32|j): first the layout seed (navigation), start heading and gait jitter, then the behaviour's own draws"
+
+// ErrPlan reports a plan that cannot be collected.
+var ErrPlan = errors.New("collect: invalid plan")
+
+// counts are a scale's transition totals and episode length.
+type counts struct {
+	expert, behaviour int
+	episodeSeconds    float64
+}
+
+var scales = map[string]map[Scale]counts{
+	// The paper's locomotion set: 248,751 expert and 996,000 behaviour transitions, 20 s episodes.
+	TaskLocomotion: {ScalePaper: {248_751, 996_000, 20}, ScaleTest: {2_000, 8_000, 4}},
+	// The paper's navigation set: 654,501 expert and 749,501 behaviour transitions. 12 s gives
+	// the slowest expert route (about 9.5 s measured) time to arrive.
+	TaskNavigation: {ScalePaper: {654_501, 749_501, 12}, ScaleTest: {3_600, 3_600, 12}},
+}
+
+// NewPlan returns the dataset plan of a task at a scale.
+func NewPlan(task string, scale Scale, seed uint64) (*Plan, error) {
+	byScale, ok := scales[task]
+	if !ok {
+		return nil, fmt.Errorf("%w: task %q: want %s or %s", ErrPlan, task, TaskLocomotion, TaskNavigation)
+	}
+	n, ok := byScale[scale]
+	if !ok {
+		return nil, fmt.Errorf("%w: scale %q: want %s or %s", ErrPlan, scale, ScaleTest, ScalePaper)
+	}
+	var p *Plan
+	var err error
+	if task == TaskLocomotion {
+		p, err = locomotionPlan(n)
+	} else {
+		p, err = navigationPlan(n)
+	}
+	if err != nil {
+		return nil, err
+	}
+	p.Scale, p.Seed = scale, seed
+	return p, p.validate()
+}
+
+// share is a mode with its fraction of the behaviour transitions.
+type share struct {
+	Mode
+	fraction float64
+}
+
+// allot fills the quotas: the expert total split evenly over the expert modes and the behaviour
+// total by fraction, rounding so the totals are exact.
+func allot(expert []Mode, behaviour []share, n counts) []Mode {
+	var modes []Mode
+	for i, m := range expert {
+		m.Expert = true
+		m.Transitions = n.expert / len(expert)
+		if i < n.expert%len(expert) {
+			m.Transitions++
+		}
+		modes = append(modes, m)
+	}
+	left := n.behaviour
+	for i, s := range behaviour {
+		m := s.Mode
+		m.Transitions = int(math.Round(s.fraction * float64(n.behaviour)))
+		if i == len(behaviour)-1 {
+			m.Transitions = left
+		}
+		left -= m.Transitions
+		modes = append(modes, m)
+	}
+	return modes
+}
+
+func newContract(l skills.Layout, episodeSeconds float64) (skills.Contract, error) {
+	c, err := skills.NewContract(l)
+	if err != nil {
+		return c, err
+	}
+	c.ActionScale, c.Kp, c.Kd = ActionScale, Kp, Kd
+	if _, ok := l.Field(skills.FieldRemainingTime); ok {
+		c.EpisodeSeconds = episodeSeconds
+	}
+	return c, c.Validate()
+}
+
+// randomStd is the random policy's action standard deviation: at 0.6 (0.48 rad of target
+// noise) about a quarter of its 10 s locomotion episodes end in a fall (3 of 12 measured), as
+// an early training checkpoint's might.
+const randomStd = 0.6
+
+// Gait heights (m): low, middle (the standing pose's) and high trots.
+const (
+	lowHeight    = 0.19
+	middleHeight = 0.24
+	highHeight   = 0.28
+)
+
+// walk is a trot with heading hold and velocity loop at forward speed vx, height h, yaw rate.
+func walk(vx, h, yawRate float64) behave.Spec {
+	g := gait.DefaultParams()
+	g.VX, g.Height, g.YawRate, g.Kp = vx, h, yawRate, Kp
+	return behave.Spec{Kind: behave.KindWalk, Gait: g, HeadingGain: 2, SpeedGain: 2, RampTime: 0.5}
+}
+
+// Locomotion task: walk forward at 0.3 m/s.
+const locomotionSpeed = 0.3
+
+func locomotionPlan(n counts) (*Plan, error) {
+	c, err := newContract(skills.Locomotion48(), n.episodeSeconds)
+	if err != nil {
+		return nil, err
+	}
+	v := locomotionSpeed
+	turn := 0.4
+	mode := func(name string, s behave.Spec) Mode { return Mode{Name: name, Spec: s} }
+	sloppy := walk(v, middleHeight, 0)
+	sloppy.SpeedGain, sloppy.HeadingGain = 0, 0.3
+	drift := walk(v, middleHeight, 0)
+	drift.HeadingDrift = 0.4
+	noisy := walk(v, middleHeight, 0)
+	noisy.ActionNoise = 0.15
+	behaviour := []share{
+		{mode("low", walk(v, lowHeight, 0)), 0.10},
+		{mode("middle_slow", walk(0.2, middleHeight, 0)), 0.08},
+		{mode("high", walk(v, highHeight, 0)), 0.10},
+		{mode("low_turn_left", walk(v, lowHeight, turn)), 0.05},
+		{mode("low_turn_right", walk(v, lowHeight, -turn)), 0.05},
+		{mode("middle_turn_left", walk(v, middleHeight, turn)), 0.05},
+		{mode("middle_turn_right", walk(v, middleHeight, -turn)), 0.05},
+		{mode("high_turn_left", walk(v, highHeight, turn)), 0.05},
+		{mode("high_turn_right", walk(v, highHeight, -turn)), 0.05},
+		{Mode{Name: "sloppy", Spec: sloppy, Jitter: Jitter{VX: 0.15, YawRate: 0.3, Height: 0.03, StepHeight: 0.02, Period: 0.08}}, 0.12},
+		{mode("drift", drift), 0.08},
+		{mode("noisy", noisy), 0.10},
+		{mode("random", behave.Spec{Kind: behave.KindRandom, RandomStd: randomStd}), 0.12},
+	}
+	expert := []Mode{mode("expert", walk(v, middleHeight, 0))}
+	return &Plan{
+		Task: Task{
+			Name: TaskLocomotion, World: "flat", EpisodeSeconds: n.episodeSeconds,
+			Command: [3]float32{locomotionSpeed, 0, 0}, TrackingSigma: 0.15,
+		},
+		Contract: c,
+		Modes:    allot(expert, behaviour, n),
+		StartYaw: math.Pi,
+	}, nil
+}
+
+// Navigation gaits: the route's cruise speed (m/s), turning rate (rad/s), the step height over
+// the box (m) and the clearance kept beside it (m).
+const (
+	navSpeed     = 0.5
+	navTurnRate  = 1.2
+	navOverStep  = 0.08
+	navClearance = 0.35
+)
+
+// navigate is a navigator on route with the expert's gait.
+func navigate(route behave.Route) behave.Spec {
+	g := gait.DefaultParams()
+	g.VX, g.YawRate, g.Kp = navSpeed, navTurnRate, Kp
+	if route == behave.RouteOver {
+		g.StepHeight = navOverStep
+	}
+	return behave.Spec{
+		Kind: behave.KindNavigate, Gait: g, Route: route, Clearance: navClearance,
+		HeadingGain: 3, SpeedGain: 2, RampTime: 0.5,
+	}
+}
+
+func navigationPlan(n counts) (*Plan, error) {
+	c, err := newContract(skills.Navigation171(), n.episodeSeconds)
+	if err != nil {
+		return nil, err
+	}
+	routes := []behave.Route{behave.RouteLeft, behave.RouteRight, behave.RouteOver}
+	var expert []Mode
+	var behaviour []share
+	for _, r := range routes {
+		expert = append(expert, Mode{Name: string(r), Spec: navigate(r)})
+	}
+	variant := func(prefix string, r behave.Route, fraction float64, edit func(s *behave.Spec), j Jitter) {
+		s := navigate(r)
+		edit(&s)
+		behaviour = append(behaviour, share{Mode{Name: prefix + "_" + string(r), Spec: s, Jitter: j}, fraction})
+	}
+	for _, r := range routes {
+		variant("slow", r, 0.08, func(s *behave.Spec) { s.Gait.VX = 0.25 }, Jitter{Period: 0.06, StepHeight: 0.01})
+		variant("noisy", r, 0.06, func(s *behave.Spec) { s.ActionNoise = 0.15 }, Jitter{})
+		variant("wander", r, 0.05, func(s *behave.Spec) { s.HeadingDrift = 0.6 }, Jitter{})
+	}
+	for _, r := range routes[:2] {
+		variant("tight", r, 0.06, func(s *behave.Spec) { s.Clearance = 0 }, Jitter{})
+		variant("rushed", r, 0.05, func(s *behave.Spec) { s.Gait.VX, s.SpeedGain = 0.7, 0 }, Jitter{Period: 0.06})
+	}
+	variant("stumble", behave.RouteOver, 0.11, func(s *behave.Spec) { s.Gait.StepHeight = 0.03 }, Jitter{})
+	behaviour = append(behaviour, share{Mode{Name: "random", Spec: behave.Spec{Kind: behave.KindRandom, RandomStd: randomStd}}, 0.10})
+	return &Plan{
+		Task: Task{
+			Name: TaskNavigation, World: "obstacle", EpisodeSeconds: n.episodeSeconds,
+			ProgressScale: 50, GoalBonus: 1,
+		},
+		Contract: c,
+		Modes:    allot(expert, behaviour, n),
+		StartYaw: 0.15,
+	}, nil
+}
+
+// validate checks the plan and resolves its world.
+func (p *Plan) validate() error {
+	if err := p.Contract.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrPlan, err)
+	}
+	s, err := worlds.Builtin(p.Task.World)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrPlan, err)
+	}
+	p.scenario = s
+	if s.Jitter == nil {
+		p.fixed = s.Layout(0)
+	}
+	if !(p.Task.EpisodeSeconds >= behave.PolicyPeriod) {
+		return fmt.Errorf("%w: episode of %v s", ErrPlan, p.Task.EpisodeSeconds)
+	}
+	expert := 0
+	for _, m := range p.Modes {
+		if m.Transitions < 0 {
+			return fmt.Errorf("%w: mode %q has a negative quota", ErrPlan, m.Name)
+		}
+		if m.Expert {
+			expert += m.Transitions
+		}
+		if err := m.Spec.Validate(); err != nil {
+			return fmt.Errorf("%w: mode %q: %w", ErrPlan, m.Name, err)
+		}
+	}
+	if expert == 0 {
+		return fmt.Errorf("%w: no expert transitions: the expert set would be empty", ErrPlan)
+	}
+	return nil
+}
+
+// steps is the number of policy steps of a full episode.
+func (p *Plan) steps() int { return int(math.Round(p.Task.EpisodeSeconds / behave.PolicyPeriod)) }
+
+// episode draws episode j of mode m: its layout, start heading and jittered behaviour.
+func (p *Plan) episode(m, j int) *episode {
+	rng := rand.New(rand.NewPCG(p.Seed, uint64(m)<<32|uint64(j)))
+	mode := &p.Modes[m]
+	ep := &episode{mode: m, index: j, spec: mode.Spec, steps: p.steps(), rng: rng}
+	ep.layout = p.fixed
+	if layoutSeed := rng.Uint64(); ep.layout == nil {
+		ep.layout = p.scenario.Layout(layoutSeed)
+	}
+	ep.startYaw = p.StartYaw * (2*rng.Float64() - 1)
+	u := func(half float64) float64 { return half * (2*rng.Float64() - 1) }
+	g, jt := &ep.spec.Gait, mode.Jitter
+	g.VX += u(jt.VX)
+	g.YawRate += u(jt.YawRate)
+	g.Height += u(jt.Height)
+	g.StepHeight = max(0, g.StepHeight+u(jt.StepHeight))
+	g.Period += u(jt.Period)
+	return ep
+}
