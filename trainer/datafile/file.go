@@ -244,6 +244,17 @@ func writeArchive(path string, m *Manifest, members []member) (err error) {
 	return nil
 }
 
+// ReadManifest reads only the manifest of an archive of either kind, validated, to tell what
+// the archive holds without loading its arrays.
+func ReadManifest(path string) (*Manifest, error) {
+	var m *Manifest
+	err := withArchive(path, func(r io.ReaderAt, size int64) (err error) {
+		_, m, err = openArchive(r, size, "")
+		return err
+	})
+	return m, err
+}
+
 // ReadOffline reads and fully validates an offline archive.
 func ReadOffline(path string) (*Offline, error) {
 	var o *Offline
@@ -286,6 +297,8 @@ type archive struct {
 	size  int64
 }
 
+// openArchive opens a zip and reads and validates its manifest as one of kind ("" accepts
+// either kind).
 func openArchive(r io.ReaderAt, size int64, kind string) (archive, *Manifest, error) {
 	a := archive{size: size}
 	zr, err := zip.NewReader(r, size)
@@ -320,6 +333,9 @@ func openArchive(r io.ReaderAt, size int64, kind string) (archive, *Manifest, er
 	var m Manifest
 	if err := dec.Decode(&m); err != nil {
 		return a, nil, fmt.Errorf("%w: %s: %w", ErrFormat, memberManifest, err)
+	}
+	if kind == "" && (m.Kind == KindOffline || m.Kind == KindExpert) {
+		kind = m.Kind
 	}
 	if err := m.validate(kind); err != nil {
 		return a, nil, err

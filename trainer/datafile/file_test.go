@@ -57,6 +57,11 @@ func TestRoundTrip(t *testing.T) {
 			if _, err := ReadOffline(epath); !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "kind") {
 				t.Fatalf("reading an expert archive as offline: %v", err)
 			}
+			for p, kind := range map[string]string{path: KindOffline, epath: KindExpert} {
+				if m, err := ReadManifest(p); err != nil || m.Kind != kind || m.Transitions == 0 {
+					t.Fatalf("ReadManifest(%s) = %+v, %v", p, m, err)
+				}
+			}
 			entries, _ := os.ReadDir(dir)
 			if len(entries) != 2 {
 				t.Fatalf("directory holds %d entries, want the two archives only (no temp files)", len(entries))
