@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/dualforce/dualforce/trainer/collect"
+	"github.com/dualforce/dualforce/trainer/datafile"
+)
+
+func init() {
+	register(command{name: "collect", summary: "collect a dataset from scripted behaviours in simulation", run: runCollect})
+}
+
+const collectUsage = `Usage: dualforce collect [flags]
+
+Runs the scripted Solo12 behaviours (sim/behave) in MuJoCo behind the emulated master board and
+records what the robot's runtime would observe. Writes two archives:
+
+  <out>              the offline set D_O: observations, actions, next observations, terminal
+                     (fall), timeout, episode start, and the withheld task reward, expert flag,
+                     behaviour mode and ground-truth base pose; manifest.json inside
+  <out>_expert.npz   the expert set D_E: the expert's states only (".npz" is replaced)
+
+Tasks:
+  locomotion   expert: straight trot at 0.3 m/s, middle base height; offline mix: low, middle and
+               high base heights, turning gaits, sloppy, drifting, noisy and random policies
+  navigation   expert: reaches the goal behind the box around its left, its right or over it;
+               offline mix: slower, noisier, wandering, tight, rushed, stumbling and random
+
+Scales:
+  test    small (locomotion 2,000 + 8,000 transitions, navigation 3,600 + 3,600)
+  paper   the paper's counts (locomotion 248,751 expert + 996,000 behaviour transitions,
+          navigation 654,501 + 749,501)
+
+The data depend only on --task, --scale and --seed, not on --workers.
+`
+
+func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("collect", collectUsage, stderr)
+	task := fs.String("task", collect.TaskLocomotion, "task: locomotion or navigation")
+	scale := fs.String("scale", string(collect.ScaleTest), "dataset size: test or paper")
+	seed := fs.Uint64("seed", 1, "master seed of every random choice")
+	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "simulators run in parallel (one per core)")
+	out := fs.String("out", "", "offline archive to write (default <task>.npz)")
+	quiet := fs.Bool("quiet", false, "no progress bar")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected arguments %q", fs.Args())
+	}
+	if *workers < 1 {
+		return usagef("-workers %d: want at least 1", *workers)
+	}
+	if *out == "" {
+		*out = *task + ".npz"
+	}
+	plan, err := collect.NewPlan(*task, collect.Scale(*scale), *seed)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	opt := collect.Options{Workers: *workers}
+	if !*quiet {
+		var bar *progressbar.ProgressBar
+		opt.Progress = func(done, total int) {
+			if bar == nil {
+				bar = progressbar.NewOptions(total,
+					progressbar.OptionSetWriter(stderr),
+					progressbar.OptionSetDescription(fmt.Sprintf("%s %s", *task, *scale)),
+					progressbar.OptionShowCount(),
+					progressbar.OptionShowIts(),
+					progressbar.OptionSetItsString("transitions"),
+					progressbar.OptionSetPredictTime(true),
+					progressbar.OptionThrottle(200*time.Millisecond),
+					progressbar.OptionOnCompletion(func() { fmt.Fprintln(stderr) }),
+				)
+			}
+			_ = bar.Set(done)
+		}
+	}
+	start := time.Now()
+	res, err := collect.Collect(ctx, plan, opt)
+	if err != nil {
+		return err
+	}
+	elapsed := time.Since(start)
+	if err := datafile.WriteOffline(*out, res.Offline); err != nil {
+		return err
+	}
+	expertPath := datafile.ExpertPath(*out)
+	if err := datafile.WriteExpert(expertPath, res.Expert); err != nil {
+		return err
+	}
+	n := res.Offline.Data.Len()
+	fmt.Fprintf(stdout, "collected %d transitions (%d expert) in %v on %d workers: %.0f transitions/s\nwrote %s and %s\n",
+		n, res.Offline.Manifest.ExpertTransitions, elapsed.Round(time.Millisecond), *workers, float64(n)/elapsed.Seconds(), *out, expertPath)
+	return nil
+}

@@ -1,0 +1,128 @@
+// Command dualforce is the offline side of the project: it collects the simulated Solo12
+// datasets and inspects them (and, as they land, trains and evaluates skill banks).
+//
+// Usage:
+//
+//	dualforce <command> [flags] [arguments]
+//	dualforce <command> -h
+//
+// Each command lives in its own file and registers itself with register in an init function.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+)
+
+// command is one subcommand.
+type command struct {
+	name    string
+	summary string // one line for the command overview
+	// run executes the command with the arguments after its name. Errors wrapping errUsage (or
+	// flag.ErrHelp) are the caller's mistakes and exit with status 2 (0 for help).
+	run func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+var commands = map[string]command{}
+
+// register adds a subcommand; call it from an init function of the command's file.
+func register(c command) {
+	if _, dup := commands[c.name]; dup {
+		panic("dualforce: command " + c.name + " registered twice")
+	}
+	commands[c.name] = c
+}
+
+// errUsage marks a wrong command line.
+var errUsage = errors.New("usage")
+
+func usagef(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, a...))
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run dispatches to a command and returns the process exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		overview(stderr)
+		return 2
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		overview(stdout)
+		return 0
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "dualforce: unknown command %q\n\n", args[0])
+		overview(stderr)
+		return 2
+	}
+	err := c.run(ctx, args[1:], stdout, stderr)
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(stderr, "dualforce %s: %v (see dualforce %s -h)\n", c.name, err, c.name)
+		return 2
+	}
+	fmt.Fprintf(stderr, "dualforce %s: %v\n", c.name, err)
+	return 1
+}
+
+func overview(w io.Writer) {
+	fmt.Fprint(w, `dualforce turns simulated Solo12 demonstrations into datasets (and skill banks).
+
+Usage:
+  dualforce <command> [flags] [arguments]
+
+Commands:
+`)
+	names := make([]string, 0, len(commands))
+	for name := range commands {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", name, commands[name].summary)
+	}
+	fmt.Fprint(w, "\nRun 'dualforce <command> -h' for a command's flags.\n")
+}
+
+// newFlagSet returns a flag set that reports to stderr and returns errors instead of exiting.
+func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fmt.Fprintln(stderr, "\nFlags:")
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses args, turning flag errors into usage errors.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	return nil
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func dualforce(args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	code = run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// collect writes the test-scale locomotion set and dataset inspect reads it back, summarises it
+// and draws it.
+func TestCollectAndInspect(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "loco.npz")
+	code, stdout, stderr := dualforce("collect", "-task", "locomotion", "-scale", "test", "-seed", "3", "-out", out, "-quiet")
+	if code != 0 {
+		t.Fatalf("collect exited %d: %s", code, stderr)
+	}
+	t.Log(stdout)
+	if !strings.Contains(stdout, "collected 10000 transitions (2000 expert)") {
+		t.Fatalf("collect printed %q", stdout)
+	}
+	code, stdout, stderr = dualforce("dataset", "inspect", out)
+	if code != 0 {
+		t.Fatalf("inspect exited %d: %s", code, stderr)
+	}
+	for _, want := range []string{"offline archive, format v1, seed 3", "expert ", "low_turn_left", "random", "NaN/Inf: none", "base_lin_vel", "loco_summary.png"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("inspect output lacks %q:\n%s", want, stdout)
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "loco_summary.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := png.Decode(bytes.NewReader(raw)); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = dualforce("dataset", "inspect", filepath.Join(dir, "loco_expert.npz"))
+	if code != 0 || !strings.Contains(stdout, "expert archive") || !strings.Contains(stdout, "2000 states") {
+		t.Fatalf("inspect of the expert archive exited %d: %s%s", code, stdout, stderr)
+	}
+
+	// A damaged archive is reported, not summarised.
+	if err := os.WriteFile(out, raw[:len(raw)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = dualforce("dataset", "inspect", out)
+	if code != 1 || !strings.Contains(stderr, "invalid dataset file") {
+		t.Fatalf("inspect of a damaged archive exited %d: %s", code, stderr)
+	}
+}
+
+func TestCommandLine(t *testing.T) {
+	tests := []struct {
+		args []string
+		code int
+		want string // in stdout or stderr
+	}{
+		{nil, 2, "Commands:"},
+		{[]string{"help"}, 0, "collect"},
+		{[]string{"fly"}, 2, `unknown command "fly"`},
+		{[]string{"collect", "-h"}, 0, "Usage: dualforce collect"},
+		{[]string{"collect", "-task", "swim"}, 2, `task "swim"`},
+		{[]string{"collect", "-scale", "huge"}, 2, `scale "huge"`},
+		{[]string{"collect", "-workers", "0"}, 2, "want at least 1"},
+		{[]string{"collect", "extra"}, 2, "unexpected arguments"},
+		{[]string{"collect", "-bogus"}, 2, "flag provided but not defined"},
+		{[]string{"dataset"}, 2, "missing subcommand"},
+		{[]string{"dataset", "shred"}, 2, `unknown dataset subcommand "shred"`},
+		{[]string{"dataset", "inspect"}, 2, "want exactly one archive"},
+		{[]string{"dataset", "inspect", "-h"}, 0, "Usage: dualforce dataset inspect"},
+		{[]string{"dataset", "inspect", "/nonexistent/x.npz"}, 1, "no such file"},
+	}
+	for _, tc := range tests {
+		code, stdout, stderr := dualforce(tc.args...)
+		if code != tc.code || !strings.Contains(stdout+stderr, tc.want) {
+			t.Errorf("dualforce %q exited %d, output %q; want %d and %q", tc.args, code, stdout+stderr, tc.code, tc.want)
+		}
+	}
+}
