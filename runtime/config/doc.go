@@ -4,7 +4,7 @@
 //
 // Secrets never appear in the file: the MQTT section names a credentials file, and a key such
 // as "password" is refused with a pointer to it. Validation is pure: it reads no file and
-// opens no device, so the same checks run in tests, in a `--check-config` flag and at start-up.
+// opens no device, so the same checks run in tests and at start-up.
 //
 // Example is an annotated configuration (testdata/example.yaml) that a command's --help can
 // print; Default returns the values a key takes when the file leaves it out.
