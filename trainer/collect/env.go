@@ -22,6 +22,11 @@ const sessionID = 1
 // powers on with the joints at zero), so the encoders must keep their power-on zero.
 var driverMode = (proto.ModeEnableSystem | proto.ModeEnableMotor1 | proto.ModeEnableMotor2).WithTimeout(5)
 
+// maxTargetRate (rad/s) is how fast a commanded joint target may move: the runtime's safety
+// supervisor (runtime/core Limits.MaxTargetRate, default 30 rad/s) slews a new policy target
+// towards it one link tick at a time, so the collector moves the targets the same way.
+const maxTargetRate = 30.0
+
 // maxBringUpTicks bounds the board's init, SPI autodetection, ack and rotor alignment.
 const maxBringUpTicks = 2000
 
@@ -44,14 +49,17 @@ type env struct {
 	kp, kd  float64
 	ticks   int // link ticks per policy step
 
-	jmap    solo12.Map
-	js      solo12.JointState
-	jc      solo12.JointCommand
-	cmd     proto.Command
-	cmdBuf  [proto.CommandLen]byte
-	sensor  proto.Sensor
-	heights [skills.HeightMapPoints]float64
-	inputs  skills.Inputs
+	jmap solo12.Map
+	// target is the policy's joint target, held is what is commanded: it follows target at
+	// maxTargetRate.
+	target, held [solo12.NumJoints]float64
+	js           solo12.JointState
+	jc           solo12.JointCommand
+	cmd          proto.Command
+	cmdBuf       [proto.CommandLen]byte
+	sensor       proto.Sensor
+	heights      [skills.HeightMapPoints]float64
+	inputs       skills.Inputs
 }
 
 // newEnv builds the robot in layout, powers the board on with the joints at zero (so a zero
@@ -118,20 +126,22 @@ func (e *env) powerOn() error {
 	return fmt.Errorf("%w: board in %v, ready joints %v", ErrBringUp, b.State(), solo12.Ready(&e.sensor))
 }
 
-// holdDefault commands the contract's default pose.
+// holdDefault commands the contract's default pose at once, as the runtime holds it before a
+// skill starts.
 func (e *env) holdDefault() {
-	var q [solo12.NumJoints]float64
 	for j, v := range e.actions.DefaultPose {
-		q[j] = float64(v)
+		e.target[j] = float64(v)
 	}
-	e.setTargets(&q)
+	e.held = e.target
 }
 
-// setTargets writes joint position targets, tracked with the contract's gains, into the command
-// held until the next policy step.
-func (e *env) setTargets(q *[solo12.NumJoints]float64) {
+// command writes the held targets, tracked with the contract's gains, into the command payload
+// after moving them one tick towards the policy's targets.
+func (e *env) command() {
+	const step = maxTargetRate * sim.ControlPeriod
 	for j := range e.jc.Q {
-		e.jc.Q[j] = q[j]
+		e.held[j] += min(max(e.target[j]-e.held[j], -step), step)
+		e.jc.Q[j] = e.held[j]
 		e.jc.Kp[j], e.jc.Kd[j], e.jc.ISat[j] = e.kp, e.kd, solo12.MaxCurrent
 	}
 	e.jmap.WriteCommand(&e.jc, &e.cmd)
@@ -146,6 +156,7 @@ var ErrLink = errors.New("collect: link or plant failure")
 // tick runs one 1 ms link cycle: send the command, tick the board, decode its sensor packet and
 // update the joint state and the estimator.
 func (e *env) tick() error {
+	e.command()
 	e.cmd.Index++
 	if _, err := e.cmd.Marshal(e.cmdBuf[:]); err != nil {
 		return fmt.Errorf("collect: encode command: %w", err)
@@ -189,11 +200,9 @@ func (e *env) step(a *[skills.NumJoints]float32) error {
 	if err := e.actions.Targets(a[:], q32[:]); err != nil {
 		return err
 	}
-	var q [solo12.NumJoints]float64
 	for j, v := range q32 {
-		q[j] = float64(v)
+		e.target[j] = float64(v)
 	}
-	e.setTargets(&q)
 	for range e.ticks {
 		if err := e.tick(); err != nil {
 			return err

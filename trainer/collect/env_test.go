@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/dualforce/dualforce/hw/solo12"
+	"github.com/dualforce/dualforce/sim"
 	"github.com/dualforce/dualforce/sim/behave"
 	"github.com/dualforce/dualforce/skills"
 )
@@ -107,5 +108,42 @@ func TestObservationsFollowTheRuntimePath(t *testing.T) {
 	}
 	if worst.q == 0 || worst.gyro == 0 {
 		t.Error("observations equal ground truth exactly: they did not go through the wire's quantisation")
+	}
+}
+
+// A new policy target reaches the wire at the runtime's slew rate, one link tick at a time.
+func TestTargetsAreSlewed(t *testing.T) {
+	p := plan(t, TaskLocomotion, 1, map[string]int{"expert": 1})
+	ep := p.episode(0, 0)
+	e, err := newEnv(ep.layout, &p.Contract)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.close()
+	if err := e.reset(e.robot.StartPose(), settleTicks); err != nil {
+		t.Fatal(err)
+	}
+	var a [skills.NumJoints]float32
+	for j := range a {
+		a[j] = 1
+	}
+	if err := e.step(&a); err != nil {
+		t.Fatal(err)
+	}
+	var sent solo12.JointCommand
+	e.jmap.ReadCommand(&e.cmd, &sent)
+	var target [skills.NumJoints]float32
+	if err := e.actions.Targets(a[:], target[:]); err != nil {
+		t.Fatal(err)
+	}
+	moved := maxTargetRate * sim.ControlPeriod * float64(e.ticks) // 0.6 rad in one policy step
+	for j := range sent.Q {
+		want := min(float64(skills.StandingPose[j])+moved, float64(target[j]))
+		if math.Abs(sent.Q[j]-want) > 1e-6 || e.target[j] != float64(target[j]) {
+			t.Fatalf("joint %d: commanded %.4f, target %.4f; want %.4f on the way to %.4f", j, sent.Q[j], e.target[j], want, target[j])
+		}
+		if sent.Kp[j] != Kp || math.Abs(sent.Kd[j]-Kd) > 1e-12 {
+			t.Fatalf("joint %d gains %v / %v", j, sent.Kp[j], sent.Kd[j])
+		}
 	}
 }
