@@ -65,9 +65,10 @@ type Session struct {
 	lastValid time.Duration
 	lastSat   proto.Saturation
 
-	rx, tx    [proto.MaxFrameLen]byte
-	sendTimes [sendRingSize]sendRecord
-	stats     counters
+	rx, tx     [proto.MaxFrameLen]byte
+	lastSensor []byte // payload of the last decoded sensor packet, inside rx
+	sendTimes  [sendRingSize]sendRecord
+	stats      counters
 }
 
 // New returns an unconnected session on conn, which it uses until the caller closes it.
@@ -305,6 +306,20 @@ func (s *Session) noteSaturation(sat proto.Saturation) {
 	s.lastSat = sat
 }
 
+// LastSensorPayload is the raw payload of the packet the last successful Receive decoded, for a
+// flight recorder: replaying the bytes reproduces the decoded values exactly. It is valid until
+// the next Receive.
+func (s *Session) LastSensorPayload() []byte { return s.lastSensor }
+
+// LastCommandPayload is the raw payload the last successful Send put on the wire; valid until the
+// next Send.
+func (s *Session) LastCommandPayload() []byte {
+	if s.stats.commandsSent == 0 {
+		return nil
+	}
+	return proto.PayloadBuffer(s.tx[:], proto.CommandLen)
+}
+
 // Receive waits for the next sensor packet of our session and decodes it into out. Packets of
 // other sessions are counted and dropped (a listener follows a change of session instead).
 // Errors: ErrSensorTimeout (wrapped) when none arrived within the sensor timeout;
@@ -341,6 +356,7 @@ func (s *Session) Receive(out *proto.Sensor) error {
 			s.start(listening, s.connected)
 		}
 		_ = out.Unmarshal(p) // the length was checked by ParsePayload
+		s.lastSensor = p
 		now := s.now()
 		s.lastValid = now
 		s.account(out, now)

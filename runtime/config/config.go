@@ -25,6 +25,7 @@ type Config struct {
 	Rates       Rates       `yaml:"rates"`
 	Slider      Slider      `yaml:"slider"`
 	MQTT        MQTT        `yaml:"mqtt"`
+	Perception  Perception  `yaml:"perception"`
 	Metrics     Metrics     `yaml:"metrics"`
 	Recorder    Recorder    `yaml:"recorder"`
 	Obstacle    Obstacle    `yaml:"obstacle_switching"`
@@ -124,6 +125,12 @@ type MQTT struct {
 	// HeartbeatWindow enables the operator dead-man when positive: operator silence longer than
 	// this makes the robot stand still.
 	HeartbeatWindow time.Duration `yaml:"heartbeat_window"`
+}
+
+// Perception is where the perception stack's datagrams (height map, mocap pose; hw/perception)
+// arrive. Navigation banks need it; locomotion banks ignore it.
+type Perception struct {
+	Listen string `yaml:"listen"` // UDP host:port to receive on; "" = no perception
 }
 
 // Metrics is the Prometheus endpoint.

@@ -136,6 +136,9 @@ func (c *Config) problems() []Problem {
 	}
 	k.integer("slider.stale_ms", c.Slider.StaleMs, minStaleMs, maxStaleMs)
 	c.MQTT.check(&k)
+	if c.Perception.Listen != "" {
+		k.hostPort("perception.listen", c.Perception.Listen)
+	}
 	if c.Metrics.Listen != "" {
 		k.hostPort("metrics.listen", c.Metrics.Listen)
 	}

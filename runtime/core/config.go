@@ -18,20 +18,21 @@ type Limits struct {
 	JointUpper       [12]float64   // rad
 	MaxJointVelocity float64       // rad/s
 	MaxAttitude      float64       // rad of roll or pitch
-	MaxTargetRate    float64       // rad/s a joint target may move; faster targets are slewed
+	MaxTargetRate    float64       // rad/s a joint target may move; faster targets are slewed; 0 = off
 	OverrunBudget    int           // consecutive overrun ticks tolerated
 	LinkTimeout      time.Duration // no fresh sensor packet for longer latches a fault
 	SafetyDamping    float64       // Nm*s/rad of the damping controller
 }
 
-// DefaultLimits are odri_control_interface's Solo12 defaults, plus ours for attitude, target rate,
-// overruns and the link (which matches the board's own 20 ms command timeout).
+// DefaultLimits are odri_control_interface's Solo12 defaults, plus ours for attitude, overruns and
+// the link (which matches the board's own 20 ms command timeout). Targets are not slewed by
+// default, as in the scripted data the banks are trained on.
 func DefaultLimits() Limits {
 	l := Limits{
 		MaxCurrent:       solo12.MaxCurrent,
 		MaxJointVelocity: 80,
 		MaxAttitude:      0.8,
-		MaxTargetRate:    30,
+		MaxTargetRate:    0,
 		OverrunBudget:    5,
 		LinkTimeout:      20 * time.Millisecond,
 		SafetyDamping:    0.2,
@@ -126,8 +127,8 @@ func (c *Config) validate() error {
 	switch {
 	case !(l.MaxCurrent > 0) || l.MaxCurrent > 15.875:
 		return bad("max current %v A outside (0, 15.875]", l.MaxCurrent)
-	case !(l.MaxJointVelocity > 0), !(l.MaxAttitude > 0), !(l.MaxTargetRate > 0):
-		return bad("joint velocity, attitude and target rate limits must be positive")
+	case !(l.MaxJointVelocity > 0), !(l.MaxAttitude > 0), !(l.MaxTargetRate >= 0):
+		return bad("joint velocity and attitude limits must be positive, the target rate limit non-negative")
 	case l.OverrunBudget < 0, l.LinkTimeout <= 0:
 		return bad("overrun budget must be >= 0 and link timeout > 0")
 	case l.SafetyDamping < 0 || l.SafetyDamping > solo12.MaxJointKd:

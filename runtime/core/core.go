@@ -393,6 +393,10 @@ func (c *Core) damping(cmd *proto.Command) {
 
 // slew moves the commanded targets towards the policy's at most MaxTargetRate per tick.
 func (c *Core) slew() {
+	if c.limits.MaxTargetRate == 0 {
+		c.held = c.targets
+		return
+	}
 	step := c.limits.MaxTargetRate * 0.001
 	for j := range c.held {
 		d := c.targets[j] - c.held[j]

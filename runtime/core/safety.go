@@ -25,6 +25,13 @@ const (
 	faultPerceptionLost = "perception_lost"
 )
 
+// FaultCodes lists every fault code the supervisor latches, for metrics labels and docs.
+var FaultCodes = []string{
+	faultLinkTimeout, faultOverrun, faultSliderEStop, faultSliderLost, faultOperatorEStop,
+	faultDriverError, faultJointLimit, faultJointVelocity, faultAttitude, faultNonFinite,
+	faultCalibration, faultNotReady, faultPerceptionLost,
+}
+
 // Reasons are constant strings so that building an event never allocates.
 const (
 	reasonLinkTimeout   = "no sensor packet within the link timeout"

@@ -31,7 +31,8 @@ type RealTime struct {
 	// Perception fills the newest perception; nil for none.
 	Perception func(now time.Duration, p *core.Perception)
 	// Slider is the slider box; nil for none.
-	Slider  *slider.Box
+	Slider *slider.Box
+	// Observe runs after each command went out (so a recorder can take both payloads).
 	Observe Observer
 
 	stats Timing
@@ -83,8 +84,10 @@ func (d *RealTime) Run(ctx context.Context) error {
 				}
 			}
 			lastPacket = arrived
-		case errors.Is(err, host.ErrSensorTimeout):
-			// Silence: tick the core anyway so that its link timeout fires.
+		case errors.Is(err, host.ErrSensorTimeout), errors.Is(err, host.ErrCommandsIgnored):
+			// Silence, or a board that stopped taking our commands (its watchdog fired): tick
+			// the core anyway so that its link timeout latches the fault.
+			fresh = false
 		default:
 			return fmt.Errorf("driver: link: %w", err)
 		}
@@ -105,11 +108,11 @@ func (d *RealTime) Run(ctx context.Context) error {
 		// against its budget and latches a fault past it.
 		in.Overrun = overran
 		d.Core.Step(&in, &out)
-		if d.Observe != nil {
-			d.Observe(&in, &out)
-		}
 		if err := d.Link.Send(&out.Command); err != nil {
 			return fmt.Errorf("driver: link: %w", err)
+		}
+		if d.Observe != nil {
+			d.Observe(&in, &out)
 		}
 		compute := time.Since(arrived)
 		d.stats.Compute.Add(compute)

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/dualforce/dualforce/runtime/app"
+	"github.com/dualforce/dualforce/runtime/config"
+)
+
+const runHelp = `skillrt run: the runtime.
+
+Brings the robot up (link init, drivers ready, calibration, smooth stand-up) and holds the
+default pose until an operator sends mode "run" (or at once with --auto-run). Any safety fault
+latches the damping controller until an operator resets it (estop/clear) and sends "stand".
+
+Flags:
+`
+
+func runCmd(ctx context.Context, args []string, stderr io.Writer) int {
+	fs := newFlags("skillrt run", runHelp, stderr)
+	path := fs.String("config", "", "the runtime config (YAML); print an example with: skillrt config")
+	autoRun := fs.Bool("auto-run", false, "run the skill as soon as the robot stands (simulation, demos)")
+	skill := fs.Int("skill", 0, "bank latent to start with (index)")
+	priority := fs.Int("rt-priority", 20, "SCHED_FIFO priority of the process (0: ordinary); without CAP_SYS_NICE it warns and goes on")
+	level := fs.String("log-level", "info", "debug, info, warn or error")
+	if code := parse(fs, args); code >= 0 {
+		return code
+	}
+	log, err := newLogger(stderr, *level)
+	if err != nil {
+		fmt.Fprintln(stderr, "skillrt:", err)
+		return 2
+	}
+	if *path == "" {
+		fmt.Fprintln(stderr, "skillrt run: --config is required (skillrt config prints an example)")
+		return 2
+	}
+	cfg, err := config.Load(*path)
+	if err != nil {
+		fmt.Fprintln(stderr, "skillrt:", err)
+		return 2
+	}
+	rt, err := app.Start(ctx, cfg, app.Options{AutoRun: *autoRun, Skill: *skill, RealtimePriority: *priority, Logger: log})
+	if err != nil {
+		fmt.Fprintln(stderr, "skillrt:", err)
+		return 1
+	}
+	if err := rt.Run(ctx); err != nil {
+		fmt.Fprintln(stderr, "skillrt:", err)
+		return 1
+	}
+	return 0
+}
+
+func configCmd(stdout io.Writer) int {
+	_, _ = io.WriteString(stdout, config.Example)
+	return 0
+}

@@ -1,0 +1,408 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/dualforce/dualforce/hw/clock"
+	"github.com/dualforce/dualforce/hw/host"
+	"github.com/dualforce/dualforce/hw/link"
+	"github.com/dualforce/dualforce/hw/perception"
+	"github.com/dualforce/dualforce/hw/slider"
+	"github.com/dualforce/dualforce/runtime/config"
+	"github.com/dualforce/dualforce/runtime/core"
+	"github.com/dualforce/dualforce/runtime/corebus"
+	"github.com/dualforce/dualforce/runtime/driver"
+	"github.com/dualforce/dualforce/runtime/metrics"
+	"github.com/dualforce/dualforce/runtime/mqtt"
+	"github.com/dualforce/dualforce/runtime/recorder"
+	"github.com/dualforce/dualforce/skills"
+)
+
+// Options are the run-time choices that are not robot configuration.
+type Options struct {
+	// AutoRun starts the first skill as soon as the robot stands (demos, simulation); a robot
+	// otherwise holds its pose until an operator sends mode "run".
+	AutoRun bool
+	// Skill is the bank latent to start with.
+	Skill int
+	// RealtimePriority, when 1..99, runs every thread of the process with SCHED_FIFO at that
+	// priority (see hw/clock); without the privilege the runtime warns and goes on.
+	RealtimePriority int
+	Logger           *slog.Logger
+}
+
+// Runtime is a started runtime; Run drives it.
+type Runtime struct {
+	cfg      config.Config
+	log      *slog.Logger
+	core     *core.Core
+	loader   *driver.BankLoader
+	conn     link.Conn
+	session  *host.Session
+	box      *slider.Box
+	percept  *perception.Receiver
+	broker   *mqtt.Broker
+	adapter  *mqtt.Adapter
+	metrics  *metrics.Metrics
+	recorder *recorder.Recorder
+	drv      *driver.RealTime
+	closers  []func() error
+
+	// control-thread state of the observer
+	tick      recorder.Tick
+	eventBuf  []byte
+	lastTick  time.Time
+	faultIdx  map[string]int
+	lastStats host.Stats
+}
+
+// Start brings everything up to the point where the control loop can run: on error, whatever was
+// opened is closed again.
+func Start(ctx context.Context, cfg config.Config, opts Options) (rt *Runtime, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	rt = &Runtime{cfg: cfg, log: log, eventBuf: make([]byte, 0, 1024), faultIdx: map[string]int{}}
+	defer func() {
+		if err != nil {
+			rt.close()
+		}
+	}()
+	for i, code := range core.FaultCodes {
+		rt.faultIdx[code] = i
+	}
+	if err := rt.startCore(opts); err != nil {
+		return nil, err
+	}
+	if err := rt.startLink(ctx); err != nil {
+		return nil, err
+	}
+	if err := rt.startSensors(ctx); err != nil {
+		return nil, err
+	}
+	if err := rt.startOperatorInterface(ctx); err != nil {
+		return nil, err
+	}
+	if err := rt.startObservers(); err != nil {
+		return nil, err
+	}
+	if opts.RealtimePriority > 0 {
+		if restore, err := clock.RealtimeProcess(opts.RealtimePriority); err != nil {
+			log.Warn("running without real-time priority", "err", err)
+		} else {
+			rt.closers = append(rt.closers, restore)
+		}
+	}
+	rt.drv = &driver.RealTime{Core: rt.core, Link: rt.session, Slider: rt.box, Observe: rt.observe}
+	if rt.percept != nil {
+		rt.drv.Perception = rt.fillPerception
+	}
+	return rt, nil
+}
+
+// Core is the running controller (for tests and tools in the same process).
+func (rt *Runtime) Core() *core.Core { return rt.core }
+
+// MQTTURL is the broker the runtime talks to: the embedded one's URL, or the configured one.
+func (rt *Runtime) MQTTURL() string {
+	if rt.broker != nil {
+		return rt.broker.URL()
+	}
+	return rt.cfg.MQTT.URL
+}
+
+// Timing is the control loop's timing record; read it after Run returned.
+func (rt *Runtime) Timing() *driver.Timing { return rt.drv.Timing() }
+
+// Run drives the control loop until ctx ends or the link fails for good, then shuts everything
+// down. Run locks the calling goroutine to its OS thread.
+func (rt *Runtime) Run(ctx context.Context) error {
+	defer rt.close()
+	loaderCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	go rt.loader.Run(loaderCtx, rt.core, 2)
+	rt.log.Info("control loop running", "bank", rt.cfg.Bank, "robot", rt.cfg.RobotID)
+	err := rt.drv.Run(ctx)
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		err = nil
+	}
+	t := rt.drv.Timing()
+	rt.log.Info("control loop stopped", "ticks", t.Ticks, "missed_periods", t.Missed, "overruns", t.Overruns,
+		"period_p50", t.Period.Quantile(0.5), "period_p99", t.Period.Quantile(0.99), "compute_p99", t.Compute.Quantile(0.99))
+	return err
+}
+
+func (rt *Runtime) close() {
+	for i := len(rt.closers) - 1; i >= 0; i-- {
+		if err := rt.closers[i](); err != nil {
+			rt.log.Warn("shutdown", "err", err)
+		}
+	}
+	rt.closers = nil
+}
+
+func (rt *Runtime) startCore(opts Options) error {
+	cfg := &rt.cfg
+	bank, err := skills.ReadBank(cfg.Bank)
+	if err != nil {
+		return err
+	}
+	if cfg.Rates.PolicyHz > 0 {
+		bank.Contract.PolicyHz = cfg.Rates.PolicyHz
+	}
+	loaded, err := core.Load(bank, cfg.Bank, 1)
+	if err != nil {
+		return err
+	}
+	cc := core.DefaultConfig(bank)
+	cc.Skill, cc.AutoRun = opts.Skill, opts.AutoRun
+	switch cfg.Calibration.Mode {
+	case config.CalibrationIndex:
+		cc.Calibration = core.CalibrateIndex
+		cc.Index.Offsets = cfg.Calibration.Offsets
+		for j := range cc.Index.Methods {
+			cc.Index.Methods[j] = cfg.Calibration.SearchMethod()
+		}
+	default:
+		cc.Calibration = core.CalibrateOffsets
+		cc.Offsets = cfg.Calibration.Offsets
+	}
+	l := &cc.Limits
+	l.MaxCurrent = cfg.Limits.MaxCurrent
+	for j := range l.JointLower {
+		l.JointLower[j] -= cfg.Limits.JointPositionMargin
+		l.JointUpper[j] += cfg.Limits.JointPositionMargin
+	}
+	l.MaxJointVelocity, l.MaxAttitude = cfg.Limits.MaxJointVelocity, cfg.Limits.MaxAttitude
+	l.MaxTargetRate, l.OverrunBudget = cfg.Limits.MaxTargetRate, cfg.Limits.LoopOverrunBudget
+	if cfg.Gains.Kp != nil {
+		cc.Kp = *cfg.Gains.Kp
+	}
+	if cfg.Gains.Kd != nil {
+		cc.Kd = *cfg.Gains.Kd
+	}
+	cc.SliderRequired = cfg.Slider.Enabled
+	cc.Switching.Enabled, cc.Switching.Clearance = cfg.Obstacle.Enabled, cfg.Obstacle.ClearanceM
+	rt.loader = driver.NewBankLoader()
+	cc.RequestBank = rt.loader.Request
+	rt.core, err = core.New(cc, loaded)
+	return err
+}
+
+func (rt *Runtime) startLink(ctx context.Context) error {
+	t := rt.cfg.Transport
+	var name string
+	switch t.Kind {
+	case config.TransportEthernet:
+		conn, err := link.OpenEthernet(t.Iface)
+		if err != nil {
+			return err
+		}
+		rt.conn, name = conn, t.Iface
+	case config.TransportUDP:
+		conn, err := link.DialUDP(t.Addr)
+		if err != nil {
+			return err
+		}
+		rt.conn, name = conn, "udp "+t.Addr
+	default:
+		return fmt.Errorf("app: transport %q runs in-process only (simulation and evaluation drive the core in lockstep)", t.Kind)
+	}
+	rt.closers = append(rt.closers, rt.conn.Close)
+	// The loop must keep ticking through silence, so Receive gives up after two periods; the
+	// core's own link timeout (20 ms) decides when silence is a fault.
+	rt.session = host.New(rt.conn, host.Config{Interface: name, SensorTimeout: 2 * time.Millisecond, Logger: rt.log})
+	ack, err := rt.session.Connect(ctx)
+	if err != nil {
+		return err
+	}
+	rt.log.Info("master board connected", "link", name, "session", rt.session.SessionID(), "spi_connected", fmt.Sprintf("%06b", ack.SPIConnected))
+	return nil
+}
+
+func (rt *Runtime) startSensors(ctx context.Context) error {
+	if s := rt.cfg.Slider; s.Enabled {
+		box, err := slider.Open(ctx, slider.Config{Path: s.Path, StaleAfter: time.Duration(s.StaleMs) * time.Millisecond})
+		if err != nil {
+			return fmt.Errorf("app: slider box (the hardware E-stop; set slider.enabled false only in simulation): %w", err)
+		}
+		rt.box = box
+		rt.closers = append(rt.closers, box.Close)
+	}
+	if addr := rt.cfg.Perception.Listen; addr != "" {
+		recv, err := perception.Listen(addr, perception.ReceiverOptions{})
+		if err != nil {
+			return err
+		}
+		rt.percept = recv
+		rt.closers = append(rt.closers, recv.Close)
+	}
+	return nil
+}
+
+func (rt *Runtime) startOperatorInterface(ctx context.Context) error {
+	m := rt.cfg.MQTT
+	mc := mqtt.Config{RobotID: rt.cfg.RobotID, BankDir: filepath.Dir(rt.cfg.Bank), Heartbeat: m.HeartbeatWindow, Logger: rt.log}
+	if m.Embedded {
+		broker, err := mqtt.StartBroker(mqtt.BrokerConfig{RobotID: rt.cfg.RobotID, Address: m.Listen, PasswordFile: m.PasswordFile, Logger: rt.log})
+		if err != nil {
+			return err
+		}
+		rt.broker = broker
+		rt.closers = append(rt.closers, broker.Close)
+		mc.Broker, mc.Credentials = broker.URL(), broker.RobotCredentials()
+	} else {
+		creds, err := mqtt.LoadCredentials(m.CredentialsFile, os.Getenv)
+		if err != nil {
+			return err
+		}
+		mc.Broker, mc.Credentials, mc.TLS = m.URL, creds, mqtt.TLSFiles{CAFile: m.CAFile}
+	}
+	adapter, err := mqtt.New(mc, rt.core)
+	if err != nil {
+		return err
+	}
+	rt.adapter = adapter
+	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() { adapter.Run(actx); close(done) }()
+	rt.closers = append(rt.closers, func() error { cancel(); <-done; return nil })
+	return nil
+}
+
+func (rt *Runtime) startObservers() error {
+	if addr := rt.cfg.Metrics.Listen; addr != "" {
+		modes := []string{"unknown", "stop", "damp", "stand", "run"}
+		m, err := metrics.New(metrics.Options{Modes: modes, FaultReasons: core.FaultCodes})
+		if err != nil {
+			return err
+		}
+		rt.metrics = m
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			if err := m.ListenAndServe(ctx, addr, rt.log); err != nil {
+				rt.log.Error("metrics endpoint", "addr", addr, "err", err)
+			}
+			close(done)
+		}()
+		rt.closers = append(rt.closers, func() error { cancel(); <-done; return nil })
+	}
+	if r := rt.cfg.Recorder; r.Dir != "" {
+		rec, err := recorder.New(recorder.Options{
+			Dir: r.Dir, MaxFileBytes: int64(r.MaxFileMB) << 20, MaxFiles: r.MaxFiles, MaxFileDuration: r.MaxFileDuration,
+			Metadata: map[string]string{"robot_id": rt.cfg.RobotID, "bank": rt.cfg.Bank},
+			Logger:   rt.log,
+		})
+		if err != nil {
+			return err
+		}
+		rt.recorder = rec
+		rt.closers = append(rt.closers, rec.Close)
+	}
+	return nil
+}
+
+func (rt *Runtime) fillPerception(_ time.Duration, p *core.Perception) {
+	var d perception.Datagram
+	st := rt.percept.Latest(time.Now(), &d)
+	p.Valid = st.Valid && !st.Stale
+	if !p.Valid {
+		return
+	}
+	p.Position, p.Yaw, p.HeightMap = d.Position, d.Yaw, d.Heights
+}
+
+// observe feeds the flight recorder and metrics; it runs on the control thread after each send.
+func (rt *Runtime) observe(in *core.Input, out *core.Output) {
+	now := time.Now()
+	if m := rt.metrics; m != nil {
+		if !rt.lastTick.IsZero() {
+			m.ObserveLoopPeriod(now.Sub(rt.lastTick))
+		}
+		if in.Overrun {
+			m.IncOverruns()
+		}
+		for i := range out.Events {
+			e := &out.Events[i]
+			switch e.Kind {
+			case corebus.EventFault:
+				m.IncFault(rt.faultIndex(e.Fault))
+			case corebus.EventModeChange:
+				m.SetMode(int(e.Mode))
+			case corebus.EventSkillSwitch:
+				m.SetSkill(e.To.Index)
+			}
+		}
+		if out.PolicyTick {
+			st := rt.session.Stats()
+			m.AddSensorPacketsLost(st.SensorLoss - rt.lastStats.SensorLoss)
+			m.AddCommandPacketsLost(st.CommandLoss - rt.lastStats.CommandLoss)
+			m.ObserveLinkRoundTrip(st.LatencyP50)
+			rt.lastStats = st
+		}
+	}
+	rt.lastTick = now
+	if rt.recorder == nil {
+		return
+	}
+	t := &rt.tick
+	t.Index++
+	t.UnixNano = now.UnixNano()
+	t.Sensor = nil
+	if in.Fresh {
+		t.Sensor = rt.session.LastSensorPayload()
+	}
+	t.Command = rt.session.LastCommandPayload()
+	t.Observation, t.Action = out.Obs, out.Action
+	rt.eventBuf = rt.eventBuf[:0]
+	for i := range out.Events {
+		rt.eventBuf = appendEvent(rt.eventBuf, &out.Events[i])
+	}
+	t.Events = rt.eventBuf
+	_ = rt.recorder.Record(t) // a full ring drops the tick and counts it; control never waits
+}
+
+func (rt *Runtime) faultIndex(code string) int {
+	if i, ok := rt.faultIdx[code]; ok {
+		return i
+	}
+	return len(core.FaultCodes)
+}
+
+// appendEvent writes one event as a JSON line without allocating (buf has room for a few).
+func appendEvent(buf []byte, e *corebus.Event) []byte {
+	buf = append(buf, `{"kind":`...)
+	buf = strconv.AppendQuote(buf, e.Kind.String())
+	if e.Fault != "" {
+		buf = append(buf, `,"fault":`...)
+		buf = strconv.AppendQuote(buf, e.Fault)
+	}
+	if e.Reason != "" {
+		buf = append(buf, `,"reason":`...)
+		buf = strconv.AppendQuote(buf, e.Reason)
+	}
+	switch e.Kind {
+	case corebus.EventModeChange:
+		buf = append(buf, `,"mode":`...)
+		buf = strconv.AppendQuote(buf, e.Mode.String())
+	case corebus.EventSkillSwitch:
+		buf = append(buf, `,"to":`...)
+		buf = strconv.AppendInt(buf, int64(e.To.Index), 10)
+	case corebus.EventCommandDone:
+		buf = append(buf, `,"ok":`...)
+		buf = strconv.AppendBool(buf, e.OK)
+	}
+	return append(buf, "}\n"...)
+}
