@@ -6,6 +6,7 @@ import (
 
 	"github.com/dualforce/dualforce/hw/slider"
 	"github.com/dualforce/dualforce/hw/solo12"
+	"github.com/dualforce/dualforce/runtime/core"
 )
 
 // Example is an annotated, valid configuration for a real robot.
@@ -178,6 +179,7 @@ func Default() Config {
 			MaxJointVelocity:  solo12.MaxJointVelocity,
 			MaxAttitude:       DefaultMaxAttitude,
 			LoopOverrunBudget: DefaultLoopOverrunBudget,
+			MaxTargetRate:     core.DefaultMaxTargetRate,
 		},
 		Rates:    Rates{LinkHz: DefaultLinkHz},
 		Slider:   Slider{Enabled: true, StaleMs: int(slider.DefaultStaleAfter / time.Millisecond)},

@@ -24,15 +24,19 @@ type Limits struct {
 	SafetyDamping    float64       // Nm*s/rad of the damping controller
 }
 
-// DefaultLimits are odri_control_interface's Solo12 defaults, plus ours for attitude, overruns and
-// the link (which matches the board's own 20 ms command timeout). Targets are not slewed by
-// default, as in the scripted data the banks are trained on.
+// DefaultMaxTargetRate (rad/s) is how fast a new policy target is approached, one link tick at a
+// time. Data collection applies scripted targets the same way (trainer/collect), so banks are
+// trained on the motion the robot will make.
+const DefaultMaxTargetRate = 30
+
+// DefaultLimits are odri_control_interface's Solo12 defaults, plus ours for attitude, target rate,
+// overruns and the link (which matches the board's own 20 ms command timeout).
 func DefaultLimits() Limits {
 	l := Limits{
 		MaxCurrent:       solo12.MaxCurrent,
 		MaxJointVelocity: 80,
 		MaxAttitude:      0.8,
-		MaxTargetRate:    0,
+		MaxTargetRate:    DefaultMaxTargetRate,
 		OverrunBudget:    5,
 		LinkTimeout:      20 * time.Millisecond,
 		SafetyDamping:    0.2,

@@ -170,10 +170,7 @@ func TestCorruptBankRefusedOldBankKept(t *testing.T) {
 		if !loader.Request(corebus.Command{Kind: corebus.KindBank, ID: "load", BankPath: path}) {
 			t.Fatal("loader busy")
 		}
-		r.until(2000, "bank load event for "+path, func() bool {
-			time.Sleep(50 * time.Microsecond) // the loader reads the file on its own goroutine
-			return r.event(corebus.EventBankLoad) != nil
-		})
+		r.awaitBankLoad(t)
 		e := r.event(corebus.EventBankLoad)
 		if e.OK || e.Reason == "" || e.BankPath != path {
 			t.Fatalf("bank %s: event %+v", path, e)
@@ -185,10 +182,7 @@ func TestCorruptBankRefusedOldBankKept(t *testing.T) {
 	}
 	r.events = nil
 	loader.Request(corebus.Command{Kind: corebus.KindBank, ID: "load", BankPath: good})
-	r.until(2000, "good bank", func() bool {
-		time.Sleep(50 * time.Microsecond)
-		return r.event(corebus.EventBankLoad) != nil
-	})
+	r.awaitBankLoad(t)
 	if e := r.event(corebus.EventBankLoad); !e.OK || r.core.Catalogue().Generation != 2 {
 		t.Fatalf("good bank: %+v generation %d", e, r.core.Catalogue().Generation)
 	}
@@ -209,3 +203,19 @@ func TestCoreStepDoesNotAllocate(t *testing.T) {
 
 // The core is what the MQTT adapter talks to.
 var _ mqtt.Core = (*core.Core)(nil)
+
+// awaitBankLoad steps the core until the loader, which reads the file on its own goroutine,
+// has answered: by wall time, since a loaded machine may take long to schedule it.
+func (r *rig) awaitBankLoad(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for r.event(corebus.EventBankLoad) == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("no bank load event within 10 s")
+		}
+		if err := r.ls.Step(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+}
