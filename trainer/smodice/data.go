@@ -1,0 +1,265 @@
+package smodice
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash"
+	"math"
+	"unsafe"
+
+	"github.com/dualforce/dualforce/skills"
+	"github.com/dualforce/dualforce/trainer/datafile"
+	"github.com/dualforce/dualforce/trainer/dataset"
+)
+
+// Task names and the observation layout each is collected and trained in.
+const (
+	TaskLocomotion = "locomotion"
+	TaskNavigation = "navigation"
+)
+
+var taskLayouts = map[string]string{
+	TaskLocomotion: skills.LayoutLocomotion48,
+	TaskNavigation: skills.LayoutNavigation171,
+}
+
+// Errors of the checks run before training.
+var (
+	// ErrUnknownTask reports a task name other than TaskLocomotion and
+	// TaskNavigation.
+	ErrUnknownTask = errors.New("smodice: unknown task")
+	// ErrTaskMismatch reports a dataset recorded for another task, or in
+	// another observation layout, than the one requested.
+	ErrTaskMismatch = errors.New("smodice: dataset does not match the task")
+	// ErrContract reports a contract that does not fit the data it came with.
+	ErrContract = errors.New("smodice: contract does not fit the data")
+)
+
+// CheckTask reports whether layout is the observation layout of task.
+func CheckTask(task string, layout skills.Layout) error {
+	want, ok := taskLayouts[task]
+	if !ok {
+		return fmt.Errorf("%w: %q (want %q or %q)", ErrUnknownTask, task, TaskLocomotion, TaskNavigation)
+	}
+	if layout.Name != want {
+		return fmt.Errorf("%w: task %q trains on layout %q, the dataset is in %q", ErrTaskMismatch, task, want, layout.Name)
+	}
+	return skills.CheckFeedable(layout)
+}
+
+// Inputs are the datasets as loaded, before any statistics are fitted.
+type Inputs struct {
+	// Task is the requested task; it must match the layout of Contract.
+	Task string
+	// Contract is what the data was collected under (from the offline
+	// dataset's manifest); its normaliser and feature statistics are
+	// replaced by the fitted ones.
+	Contract skills.Contract
+	Offline  *dataset.Offline
+	// Expert holds expert states; nil for behaviour cloning, which needs none.
+	Expert *dataset.Expert
+	// IsExpert labels offline transitions for the expert-mass diagnostic
+	// only; nil when unknown.
+	IsExpert []bool
+}
+
+// FromFiles checks that the offline archive (and the expert archive, when
+// given) were recorded for task, under the same contract layout, and returns
+// the training inputs. task "" means the offline archive's own task.
+func FromFiles(task string, offline *datafile.Offline, expert *datafile.Expert) (Inputs, error) {
+	m := &offline.Manifest
+	if task == "" {
+		task = m.Task
+	}
+	if m.Task != task {
+		return Inputs{}, fmt.Errorf("%w: offline dataset was recorded for task %q, not %q", ErrTaskMismatch, m.Task, task)
+	}
+	in := Inputs{Task: task, Contract: m.Contract, Offline: &offline.Data, IsExpert: offline.Withheld.IsExpert}
+	if expert == nil {
+		return in, nil
+	}
+	em := &expert.Manifest
+	if em.Task != task {
+		return Inputs{}, fmt.Errorf("%w: expert dataset was recorded for task %q, not %q", ErrTaskMismatch, em.Task, task)
+	}
+	if em.Contract.Layout.Name != m.Contract.Layout.Name {
+		return Inputs{}, fmt.Errorf("%w: expert dataset is in layout %q, offline dataset in %q", ErrTaskMismatch, em.Contract.Layout.Name, m.Contract.Layout.Name)
+	}
+	if err := skills.CheckFeedable(em.Contract.Layout, m.Contract.Layout); err != nil {
+		return Inputs{}, fmt.Errorf("%w: expert dataset layout: %w", ErrTaskMismatch, err)
+	}
+	in.Expert = &expert.Data
+	return in, nil
+}
+
+// Data are the prepared training inputs.
+type Data struct {
+	Task string
+	// Contract is the input contract with the normaliser fitted on the
+	// offline observations and the feature statistics fitted on their
+	// projections: the contract of every bank trained on these data.
+	Contract skills.Contract
+	// Offline is D_O with standardised observations and next observations.
+	Offline *dataset.Offline
+	// Expert is D_E, standardised with the offline statistics; nil when
+	// prepared without an expert set.
+	Expert []float32
+	// Phi holds the standardised features phi(s) of every offline state
+	// (rows of FeatureDim values).
+	Phi        []float32
+	FeatureDim int
+	// IsExpert is for diagnostics only (nil when unknown).
+	IsExpert []bool
+	// Digest identifies the raw data, so a run is never resumed on other data.
+	Digest [sha256.Size]byte
+}
+
+// Prepare validates the inputs (every check runs before any training:
+// shapes, finite values, action range, initial states, a non-empty expert
+// set when one is given, the contract against the data and the task) and
+// standardises them.
+func Prepare(in Inputs) (*Data, error) {
+	if in.Offline == nil {
+		return nil, fmt.Errorf("smodice: no offline dataset: %w", dataset.ErrEmptyOffline)
+	}
+	if in.Expert != nil {
+		if err := dataset.CheckPair(in.Offline, in.Expert); err != nil {
+			return nil, err
+		}
+	} else if err := in.Offline.Validate(); err != nil {
+		return nil, err
+	}
+	c := in.Contract
+	if err := CheckTask(in.Task, c.Layout); err != nil {
+		return nil, err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrContract, err)
+	}
+	o := in.Offline
+	if o.ObsDim != c.Layout.Dim() || o.ActDim != skills.NumJoints {
+		return nil, fmt.Errorf("%w: data has %d-dim observations and %d-dim actions, layout %q has %d and the robot %d joints",
+			ErrContract, o.ObsDim, o.ActDim, c.Layout.Name, c.Layout.Dim(), skills.NumJoints)
+	}
+	if in.IsExpert != nil && len(in.IsExpert) != o.Len() {
+		return nil, &dataset.ShapeError{Field: "is_expert", Len: len(in.IsExpert), Want: o.Len()}
+	}
+
+	norm, err := skills.FitStats(o.Obs, o.ObsDim, skills.DefaultNormEpsilon)
+	if err != nil {
+		return nil, err
+	}
+	c.Normaliser = norm
+	identity := c.Features
+	identity.Stats = skills.IdentityStats(c.Features.Dim(c.Layout))
+	proj, err := skills.NewProjector(c.Layout, identity)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrContract, err)
+	}
+	n, f := o.Len(), proj.Dim()
+	phi := make([]float32, n*f)
+	for i := range n {
+		_ = proj.Unstandardised(o.Obs[i*o.ObsDim:(i+1)*o.ObsDim], phi[i*f:(i+1)*f])
+	}
+	if c.Features.Stats, err = skills.FitStats(phi, f, skills.DefaultNormEpsilon); err != nil {
+		return nil, err
+	}
+	if err := standardise(c.Features.Stats, phi); err != nil {
+		return nil, err
+	}
+
+	d := &Data{
+		Task: in.Task, Contract: c, Phi: phi, FeatureDim: f, IsExpert: in.IsExpert,
+		Digest: digest(o, in.Expert),
+		Offline: &dataset.Offline{
+			ObsDim: o.ObsDim, ActDim: o.ActDim,
+			Obs: append([]float32(nil), o.Obs...), Act: o.Act, NextObs: append([]float32(nil), o.NextObs...),
+			Terminal: o.Terminal, Timeout: o.Timeout, EpisodeStart: o.EpisodeStart,
+		},
+	}
+	if err := standardise(norm, d.Offline.Obs, d.Offline.NextObs); err != nil {
+		return nil, err
+	}
+	if in.Expert != nil {
+		d.Expert = append([]float32(nil), in.Expert.Obs...)
+		if err := standardise(norm, d.Expert); err != nil {
+			return nil, err
+		}
+	}
+	// Standardising is finite for finite input (std is floored), but a
+	// value near the float32 limit can still overflow: check, never trust.
+	for _, x := range []struct {
+		name string
+		v    []float32
+	}{{"standardised observations", d.Offline.Obs}, {"standardised next observations", d.Offline.NextObs}, {"standardised expert states", d.Expert}} {
+		if err := dataset.CheckFinite(x.name, x.v, o.ObsDim); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// standardise applies stats to every row of each of xs in place.
+func standardise(stats skills.Stats, xs ...[]float32) error {
+	norm, err := skills.NewNormaliser(stats)
+	if err != nil {
+		return err
+	}
+	dim := norm.Dim()
+	for _, x := range xs {
+		for r := 0; r+dim <= len(x); r += dim {
+			_ = norm.Apply(x[r : r+dim])
+		}
+	}
+	return nil
+}
+
+// digest hashes the raw datasets' shapes and contents.
+func digest(o *dataset.Offline, e *dataset.Expert) [sha256.Size]byte {
+	h := sha256.New()
+	putInts(h, o.ObsDim, o.ActDim, o.Len())
+	putFloats(h, o.Obs)
+	putFloats(h, o.Act)
+	putFloats(h, o.NextObs)
+	for _, col := range [][]bool{o.Terminal, o.Timeout, o.EpisodeStart} {
+		putBools(h, col)
+	}
+	if e != nil {
+		putInts(h, e.ObsDim, e.Len())
+		putFloats(h, e.Obs)
+	}
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	return sum
+}
+
+func putInts(h hash.Hash, v ...int) {
+	var b [8]byte
+	for _, x := range v {
+		binary.LittleEndian.PutUint64(b[:], uint64(x))
+		h.Write(b[:])
+	}
+}
+
+// putFloats hashes the float32 bits in the machine's byte order (every
+// supported target is little-endian).
+func putFloats(h hash.Hash, x []float32) {
+	if len(x) > 0 {
+		h.Write(unsafe.Slice((*byte)(unsafe.Pointer(&x[0])), 4*len(x)))
+	}
+}
+
+func putBools(h hash.Hash, x []bool) {
+	b := make([]byte, len(x))
+	for i, v := range x {
+		if v {
+			b[i] = 1
+		}
+	}
+	h.Write(b)
+}
+
+// nonFinite reports whether v is NaN or infinite.
+func nonFinite(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }

@@ -1,0 +1,208 @@
+package smodice
+
+import (
+	"context"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/dualforce/dualforce/skills"
+	"github.com/dualforce/dualforce/trainer/metrics"
+	"github.com/dualforce/dualforce/trainer/nn"
+	"github.com/dualforce/dualforce/trainer/smodice/smodicetest"
+)
+
+// TestTrainEndToEnd trains on the synthetic task and checks that the
+// pipeline finds the expert: a discriminator that tells expert states
+// apart, weights that concentrate on expert transitions, and a policy that
+// acts like the expert where the expert goes.
+func TestTrainEndToEnd(t *testing.T) {
+	d := prepared(t, 1)
+	cfg := testConfig()
+	dir := t.TempDir()
+	start := time.Now()
+	ck := train(t, d, cfg, dir, false)
+	elapsed := time.Since(start)
+
+	rep := ck.Disc
+	t.Logf("discriminator: held-out accuracy %.3f (expert %.3f, offline %.3f), logits [%.2f, %.2f], clipped %.3f",
+		rep.HeldOutAccuracy, rep.HeldOutExpertAccuracy, rep.HeldOutOfflineAccuracy, rep.LogitMin, rep.LogitMax, rep.ClippedFraction)
+	if rep.HeldOutExpertAccuracy < 0.9 || rep.HeldOutAccuracy < 0.75 {
+		t.Errorf("discriminator does not separate the expert: %+v", rep)
+	}
+	if float64(rep.LogitMax) > cfg.Disc.RewardClip*3 || float64(rep.LogitMin) < -cfg.Disc.RewardClip*3 {
+		t.Errorf("logits [%v, %v] far past the clip: the gradient penalty is not working", rep.LogitMin, rep.LogitMax)
+	}
+
+	expertFrac := 0.0
+	for _, e := range d.IsExpert {
+		if e {
+			expertFrac++
+		}
+	}
+	n := float64(d.Offline.Len())
+	expertFrac /= n
+	est := ck.Estimate
+	t.Logf("after %d iterations: ESS %.0f of %.0f, max w %.2e, KL %.3f, constraint %.3f, expert mass %.3f (expert share of data %.3f)",
+		ck.DICE.Iteration, est.Weights.ESS, n, est.Weights.Max, est.Weights.KL, est.Constraint, est.ExpertMass, expertFrac)
+	t.Logf("wall time %v: %.2f ms per iteration including the discriminator's %d steps",
+		elapsed.Round(time.Millisecond), float64(elapsed.Milliseconds())/float64(cfg.Iterations), cfg.DiscSteps)
+	// The KL-regularised optimum with this r_E puts about twice the data's
+	// share on expert transitions (their early states look like everyone's).
+	if est.ExpertMass < 1.5*expertFrac {
+		t.Errorf("expert mass %.3f: DICE does not favour the expert (share %.3f)", est.ExpertMass, expertFrac)
+	}
+	if !(est.Weights.KL > 0.1) || !(est.Weights.ESS < 0.9*n) || !(est.Weights.ESS > 10) {
+		t.Errorf("weights: %+v", est.Weights)
+	}
+
+	// On the states of the expert's offline episodes (most far from the
+	// target, where the expert acts hard) the policy's mode is close to the
+	// expert's action.
+	pi, err := ck.Policy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	off, _ := smodicetest.Datasets(t, smodicetest.Small, 1)
+	dim := d.Offline.ObsDim
+	var states []float32
+	var rawRows []int
+	for i, e := range d.IsExpert {
+		if e {
+			states = append(states, d.Offline.Obs[i*dim:(i+1)*dim]...)
+			rawRows = append(rawRows, i)
+		}
+	}
+	acts := make([]float32, len(rawRows)*skills.NumJoints)
+	pi.Mode(&nn.Tape[float32]{}, states, len(rawRows), acts)
+	jp, _ := d.Contract.Layout.Field(skills.FieldJointPos)
+	var errPolicy, errZero float64
+	q := make([]float64, skills.NumJoints)
+	for r, i := range rawRows {
+		raw := off.Data.Obs[i*dim : (i+1)*dim]
+		for j := range q {
+			q[j] = float64(raw[jp.Offset+j])
+		}
+		for j := range q {
+			want := smodicetest.ExpertAction(q, j)
+			errPolicy += math.Abs(float64(acts[r*skills.NumJoints+j]) - want)
+			errZero += math.Abs(want)
+		}
+	}
+	errPolicy /= float64(len(acts))
+	errZero /= float64(len(acts))
+	t.Logf("policy on the expert's offline states: mean |a - a_expert| %.3f (acting 0 would give %.3f)", errPolicy, errZero)
+	if errPolicy > 0.5*errZero {
+		t.Errorf("policy does not imitate the expert: error %.3f vs %.3f", errPolicy, errZero)
+	}
+
+	s, err := metrics.ReadSeries(filepath.Join(dir, MetricsFile), "ess", "disc_accuracy", "expert_mass")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Iteration) != cfg.Iterations || s.Iteration[0] != 1 || s.Values["disc_accuracy"][7] != float64(rep.HeldOutAccuracy) {
+		t.Errorf("metrics log has %d lines", len(s.Iteration))
+	}
+	for _, f := range []string{CheckpointFile, MetricsFile, DiscFile, LossesPlot, ESSPlot, KLPlot} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("run file %s: %v", f, err)
+		}
+	}
+	back, err := ReadCheckpoint(filepath.Join(dir, CheckpointFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.DICE.Iteration != cfg.Iterations || !slices.Equal(back.DICE.Policy, ck.DICE.Policy) {
+		t.Fatal("checkpoint on disk differs from the returned one")
+	}
+}
+
+// TestResumeIsBitIdentical: 2k iterations straight, and 1k + resume + 1k,
+// end with the same weights bit for bit; so does a run cancelled part way.
+func TestResumeIsBitIdentical(t *testing.T) {
+	d := prepared(t, 2)
+	cfg := testConfig()
+	cfg.DiscSteps, cfg.Iterations, cfg.CheckpointEvery = 50, 2000, 300
+	cfg.DICE.Batch, cfg.DICE.InitBatch = 64, 32
+	cfg.DICE.ValueHidden, cfg.DICE.PolicyHidden = []int{32, 32}, []int{32, 32}
+
+	straight := train(t, d, cfg, t.TempDir(), false)
+
+	half := cfg
+	half.Iterations = 1000
+	dir := t.TempDir()
+	train(t, d, half, dir, false)
+	resumed := train(t, d, cfg, dir, true)
+	same(t, "1k + resume + 1k", straight, resumed)
+	s, err := metrics.ReadSeries(filepath.Join(dir, MetricsFile))
+	if err != nil || len(s.Iteration) != 2000 || s.Iteration[1999] != 2000 {
+		t.Fatalf("resumed metrics log: %d lines, %v", len(s.Iteration), err)
+	}
+
+	// Cancelled after iteration 700: a checkpoint of iteration 700 is
+	// written, the metrics log is cut there on resume.
+	dir = t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, err = Train(ctx, d, cfg, Options{Dir: dir, Quiet: true, Observe: func(r Record) {
+		if r.Iteration == 700 {
+			cancel()
+		}
+	}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled run returned %v", err)
+	}
+	ck, err := ReadCheckpoint(filepath.Join(dir, CheckpointFile))
+	if err != nil || ck.DICE.Iteration != 700 {
+		t.Fatalf("checkpoint after cancel: %v, %v", ck.DICE.Iteration, err)
+	}
+	same(t, "cancelled at 700 + resume", straight, train(t, d, cfg, dir, true))
+}
+
+func same(t *testing.T, name string, a, b *Checkpoint) {
+	t.Helper()
+	if a.DICE.Iteration != b.DICE.Iteration || !slices.Equal(a.DICE.Policy, b.DICE.Policy) ||
+		!slices.Equal(a.DICE.Value, b.DICE.Value) || !slices.Equal(a.DICE.PolicyAdam.V, b.DICE.PolicyAdam.V) ||
+		!slices.Equal(a.DICE.RNG, b.DICE.RNG) || !slices.Equal(a.Estimate.Psi, b.Estimate.Psi) {
+		t.Fatalf("%s: weights differ from the straight run", name)
+	}
+	t.Logf("%s: %d policy and %d value parameters identical at iteration %d", name, len(a.DICE.Policy), len(a.DICE.Value), a.DICE.Iteration)
+}
+
+func TestResumeRefusesAnotherRun(t *testing.T) {
+	d := prepared(t, 3)
+	cfg := testConfig()
+	cfg.DiscSteps, cfg.Iterations = 20, 5
+	dir := t.TempDir()
+	train(t, d, cfg, dir, false)
+
+	if _, err := Train(context.Background(), d, cfg, Options{Dir: dir, Quiet: true}); !errors.Is(err, ErrRunExists) {
+		t.Errorf("second run into the same directory: %v, want ErrRunExists", err)
+	}
+	other := cfg
+	other.DICE.PolicyLR *= 2
+	if _, err := Train(context.Background(), d, other, Options{Dir: dir, Resume: true, Quiet: true}); !errors.Is(err, ErrResumeMismatch) {
+		t.Errorf("resume with another learning rate: %v, want ErrResumeMismatch", err)
+	}
+	if _, err := Train(context.Background(), prepared(t, 4), cfg, Options{Dir: dir, Resume: true, Quiet: true}); !errors.Is(err, ErrResumeMismatch) {
+		t.Errorf("resume on other data: %v, want ErrResumeMismatch", err)
+	}
+	shorter := cfg
+	shorter.Iterations = 3
+	if _, err := Train(context.Background(), d, shorter, Options{Dir: dir, Resume: true, Quiet: true}); !errors.Is(err, ErrResumeMismatch) {
+		t.Errorf("resume past the end: %v, want ErrResumeMismatch", err)
+	}
+	longer := cfg
+	longer.Iterations = 8
+	if ck := train(t, d, longer, dir, true); ck.DICE.Iteration != 8 {
+		t.Errorf("extended run ends at %d", ck.DICE.Iteration)
+	}
+	// A fresh directory with resume set simply starts.
+	if ck := train(t, d, cfg, t.TempDir(), true); ck.DICE.Iteration != 5 {
+		t.Errorf("resume into an empty directory ends at %d", ck.DICE.Iteration)
+	}
+}
