@@ -14,6 +14,7 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/dualforce/dualforce/trainer/dataset"
 	"github.com/dualforce/dualforce/trainer/dice"
 	"github.com/dualforce/dualforce/trainer/disc"
 	"github.com/dualforce/dualforce/trainer/metrics"
@@ -137,7 +138,7 @@ func Train(ctx context.Context, d *Data, cfg Config, opt Options) (*Checkpoint, 
 		return nil, err
 	}
 	if d.Expert == nil {
-		return nil, fmt.Errorf("smodice: train: %w", errNoExpert)
+		return nil, fmt.Errorf("smodice: train needs expert states: %w", dataset.ErrEmptyExpert)
 	}
 	cfg = cfg.withSeeds()
 	log := opt.Logger
@@ -245,8 +246,6 @@ func Train(ctx context.Context, d *Data, cfg Config, opt Options) (*Checkpoint, 
 		"kl", ck.Estimate.Weights.KL, "constraint", ck.Estimate.Constraint, "expert_mass", ck.Estimate.ExpertMass)
 	return ck, nil
 }
-
-var errNoExpert = errors.New("no expert states")
 
 func (d *Data) checkResume(ck *Checkpoint, cfg Config) error {
 	switch {

@@ -1,0 +1,197 @@
+package bc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/dualforce/dualforce/skills"
+	"github.com/dualforce/dualforce/trainer/datafile"
+	"github.com/dualforce/dualforce/trainer/dataset"
+	"github.com/dualforce/dualforce/trainer/dice"
+	"github.com/dualforce/dualforce/trainer/metrics"
+	"github.com/dualforce/dualforce/trainer/nn"
+	"github.com/dualforce/dualforce/trainer/smodice"
+)
+
+// ExpertLabel selects every transition of the dataset's expert modes.
+const ExpertLabel = "expert"
+
+// Tag marks banks made by behaviour cloning.
+const Tag = "bc"
+
+// Producer is recorded in the banks this package writes.
+const Producer = "dualforce fit bc"
+
+// Config sets up a fit. DefaultConfig gives the project's values.
+type Config struct {
+	Hidden     []int
+	Activation nn.Activation
+	LR         float64
+	Batch      int
+	Steps      int
+	Seed       uint64
+}
+
+// DefaultConfig is the SMODICE policy's shape (256-256 ReLU, Adam 3e-4)
+// with batches of 1024 for 20000 steps.
+func DefaultConfig() Config {
+	d := dice.DefaultConfig()
+	return Config{Hidden: d.PolicyHidden, Activation: d.Activation, LR: d.PolicyLR, Batch: 1024, Steps: 20000, Seed: 1}
+}
+
+// ErrUnknownMode reports a label that names no behaviour of the dataset.
+var ErrUnknownMode = errors.New("bc: no such behaviour in the dataset")
+
+// ErrConfig reports an unusable configuration.
+var ErrConfig = errors.New("bc: bad configuration")
+
+// Selection is the transitions of one behaviour.
+type Selection struct {
+	// Label is what the bank calls the behaviour: the mode's name, or for
+	// ExpertLabel the expert mode's name when there is exactly one.
+	Label string
+	Rows  []int
+}
+
+// Select returns the transitions of the behaviour label: a mode name of
+// the archive's manifest, or ExpertLabel for every expert mode.
+func Select(o *datafile.Offline, label string) (Selection, error) {
+	modes := o.Manifest.Modes
+	var chosen []int32
+	for i, m := range modes {
+		if m.Name == label || label == ExpertLabel && m.Expert {
+			chosen = append(chosen, int32(i))
+		}
+	}
+	if len(chosen) == 0 {
+		names := make([]string, len(modes))
+		for i, m := range modes {
+			names[i] = m.Name
+		}
+		return Selection{}, fmt.Errorf("%w: %q (modes: %s; or %q for the expert)", ErrUnknownMode, label, strings.Join(names, ", "), ExpertLabel)
+	}
+	sel := Selection{Label: label}
+	if len(chosen) == 1 {
+		sel.Label = modes[chosen[0]].Name
+	}
+	for i, m := range o.Withheld.Mode {
+		if slices.Contains(chosen, m) {
+			sel.Rows = append(sel.Rows, i)
+		}
+	}
+	if len(sel.Rows) == 0 {
+		return Selection{}, fmt.Errorf("%w: %q has no transitions", ErrUnknownMode, label)
+	}
+	return sel, nil
+}
+
+// Report describes a fit.
+type Report struct {
+	Transitions int
+	// FinalLoss is the mean negative log-likelihood of the last step.
+	FinalLoss float64
+	// MeanAbsError is mean |tanh(mean(s)) - a| over the selected
+	// transitions: how closely the policy's deterministic action follows
+	// the behaviour's.
+	MeanAbsError float64
+}
+
+// Fit clones the behaviour of the selected rows of d (prepared data; its
+// expert part is not used) and returns the policy.
+func Fit(ctx context.Context, d *smodice.Data, sel Selection, cfg Config, progress io.Writer, quiet bool) (*nn.SquashedGaussian[float32], Report, error) {
+	if cfg.Batch <= 0 || cfg.Steps < 0 || cfg.LR <= 0 {
+		return nil, Report{}, fmt.Errorf("%w: %+v", ErrConfig, cfg)
+	}
+	sub, err := subset(d.Offline, sel.Rows)
+	if err != nil {
+		return nil, Report{}, err
+	}
+	dc := dice.DefaultConfig()
+	dc.PolicyHidden, dc.Activation, dc.PolicyLR, dc.Batch, dc.Seed = cfg.Hidden, cfg.Activation, cfg.LR, cfg.Batch, cfg.Seed
+	// The value function is never trained: keep it linear and its batch tiny.
+	dc.ValueHidden, dc.InitBatch, dc.ValueSteps = nil, 1, 0
+	tr, err := dice.New(sub, make([]float32, sub.Len()), dc)
+	if err != nil {
+		return nil, Report{}, err
+	}
+	uniform := make([]float64, sub.Len())
+	for i := range uniform {
+		uniform[i] = 1 / float64(len(uniform))
+	}
+	bar := metrics.NewBar(progress, cfg.Steps, 0, "BC "+sel.Label, quiet)
+	rep := Report{Transitions: sub.Len()}
+	for step := range cfg.Steps {
+		if step%64 == 0 && ctx.Err() != nil {
+			bar.Finish()
+			return nil, Report{}, ctx.Err()
+		}
+		rep.FinalLoss = tr.PolicyStep(uniform) // with w = 1/n the loss is the batch mean
+		bar.Set(step + 1)
+	}
+	bar.Finish()
+	rep.MeanAbsError = meanAbsError(tr.Pi, sub)
+	return tr.Pi, rep, nil
+}
+
+// subset copies the chosen transitions into a dataset of their own.
+func subset(o *dataset.Offline, rows []int) (*dataset.Offline, error) {
+	s := &dataset.Offline{ObsDim: o.ObsDim, ActDim: o.ActDim}
+	for _, i := range rows {
+		if i < 0 || i >= o.Len() {
+			return nil, fmt.Errorf("bc: row %d of %d", i, o.Len())
+		}
+		s.Obs = append(s.Obs, o.Obs[i*o.ObsDim:(i+1)*o.ObsDim]...)
+		s.NextObs = append(s.NextObs, o.NextObs[i*o.ObsDim:(i+1)*o.ObsDim]...)
+		s.Act = append(s.Act, o.Act[i*o.ActDim:(i+1)*o.ActDim]...)
+		s.Terminal = append(s.Terminal, o.Terminal[i])
+		s.Timeout = append(s.Timeout, o.Timeout[i])
+		s.EpisodeStart = append(s.EpisodeStart, o.EpisodeStart[i])
+	}
+	return s, s.Validate()
+}
+
+func meanAbsError(pi *nn.SquashedGaussian[float32], o *dataset.Offline) float64 {
+	const chunk = 4096
+	var tape nn.Tape[float32]
+	out := make([]float32, chunk*o.ActDim)
+	sum := 0.0
+	for start := 0; start < o.Len(); start += chunk {
+		rows := min(chunk, o.Len()-start)
+		pi.Mode(&tape, o.Obs[start*o.ObsDim:(start+rows)*o.ObsDim], rows, out[:rows*o.ActDim])
+		for j, a := range out[:rows*o.ActDim] {
+			sum += math.Abs(float64(a - o.Act[start*o.ActDim+j]))
+		}
+	}
+	return sum / float64(len(o.Act))
+}
+
+// Bank exports the fitted policy: one latent named "<label> fit", tagged
+// Tag and the label. Its metadata say what can be said without a
+// discriminator: the offline successor features are the mean phi of the
+// selected transitions, phi is log(N / n) = KL of the uniform distribution
+// over them from the offline data (there is no r_E term), and sigmoid(mu)
+// is 0 (no imitation reward was used).
+func Bank(d *smodice.Data, sel Selection, pi *nn.SquashedGaussian[float32]) (*skills.Bank, error) {
+	f := d.FeatureDim
+	psi := make([]float64, f)
+	for _, i := range sel.Rows {
+		for j, p := range d.Phi[i*f : (i+1)*f] {
+			psi[j] += float64(p)
+		}
+	}
+	info := skills.LatentInfo{
+		Skill: 0, Iteration: 0, Name: sel.Label + " fit", SigmoidMu: 0,
+		Phi:        math.Log(float64(d.Offline.Len()) / float64(len(sel.Rows))),
+		OfflinePsi: make([]float32, f),
+		Tags:       []string{Tag, sel.Label},
+	}
+	for j, p := range psi {
+		info.OfflinePsi[j] = float32(p / float64(len(sel.Rows)))
+	}
+	return smodice.NewBank(d.Contract, pi, info, Producer)
+}

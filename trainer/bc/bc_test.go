@@ -1,0 +1,141 @@
+package bc
+
+import (
+	"context"
+	"errors"
+	"math"
+	"path/filepath"
+	"testing"
+
+	"github.com/dualforce/dualforce/skills"
+	"github.com/dualforce/dualforce/trainer/datafile"
+	"github.com/dualforce/dualforce/trainer/nn"
+	"github.com/dualforce/dualforce/trainer/smodice"
+	"github.com/dualforce/dualforce/trainer/smodice/smodicetest"
+)
+
+func TestSelect(t *testing.T) {
+	off, _ := smodicetest.Datasets(t, smodicetest.Small, 1)
+	count := func(mode int32) int {
+		n := 0
+		for _, m := range off.Withheld.Mode {
+			if m == mode {
+				n++
+			}
+		}
+		return n
+	}
+	tests := []struct {
+		label, name string
+		rows        int
+		err         error
+	}{
+		{ExpertLabel, smodicetest.ExpertMode, count(0), nil},
+		{smodicetest.ExpertMode, smodicetest.ExpertMode, count(0), nil},
+		{smodicetest.DriftMode, smodicetest.DriftMode, count(2), nil},
+		{"moonwalk", "", 0, ErrUnknownMode},
+		{"", "", 0, ErrUnknownMode},
+	}
+	for _, tc := range tests {
+		sel, err := Select(off, tc.label)
+		if !errors.Is(err, tc.err) || sel.Label != tc.name || len(sel.Rows) != tc.rows {
+			t.Errorf("Select(%q) = %q with %d rows, %v; want %q, %d, %v", tc.label, sel.Label, len(sel.Rows), err, tc.name, tc.rows, tc.err)
+		}
+	}
+	// Two expert modes: "expert" keeps its own name.
+	two := *off
+	two.Manifest.Modes = append([]datafile.Mode(nil), off.Manifest.Modes...)
+	two.Manifest.Modes[2].Expert = true
+	if sel, err := Select(&two, ExpertLabel); err != nil || sel.Label != ExpertLabel || len(sel.Rows) != count(0)+count(2) {
+		t.Errorf("two expert modes: %q, %d rows, %v", sel.Label, len(sel.Rows), err)
+	}
+}
+
+// TestFitClonesTheBehaviour fits the synthetic expert and checks the bank
+// that comes out: named, tagged, and acting like the trainer's policy.
+func TestFitClonesTheBehaviour(t *testing.T) {
+	off, _ := smodicetest.Datasets(t, smodicetest.Small, 2)
+	in, err := smodice.FromFiles("", off, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := smodice.Prepare(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel, err := Select(off, ExpertLabel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Hidden, cfg.Batch, cfg.Steps, cfg.LR = []int{64, 64}, 256, 1500, 1e-3
+	pi, rep, err := Fit(context.Background(), d, sel, cfg, nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meanAbs := 0.0
+	for _, i := range sel.Rows {
+		for _, a := range off.Data.Act[i*skills.NumJoints : (i+1)*skills.NumJoints] {
+			meanAbs += math.Abs(float64(a))
+		}
+	}
+	meanAbs /= float64(len(sel.Rows) * skills.NumJoints)
+	t.Logf("%d transitions, final NLL %.3f, mean |mode - a| %.3f (mean |a| %.3f)", rep.Transitions, rep.FinalLoss, rep.MeanAbsError, meanAbs)
+	if rep.Transitions != len(sel.Rows) || rep.MeanAbsError > 0.4*meanAbs {
+		t.Errorf("fit does not follow the behaviour: %+v", rep)
+	}
+
+	bank, err := Bank(d, sel, pi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "bank.npz")
+	if err := skills.WriteBank(path, bank); err != nil {
+		t.Fatal(err)
+	}
+	back, err := skills.ReadBank(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := back.ByName(smodicetest.ExpertMode + " fit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tagged := back.ByTags(Tag); len(tagged) != 1 || s.Info.SigmoidMu != 0 || back.Producer != Producer {
+		t.Fatalf("bank metadata: %+v, producer %q", s.Info, back.Producer)
+	}
+	if want := math.Log(float64(d.Offline.Len()) / float64(len(sel.Rows))); math.Abs(s.Info.Phi-want) > 1e-12 {
+		t.Errorf("phi %v, want %v", s.Info.Phi, want)
+	}
+	ps, err := back.NewPolicies()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := ps[s.Slot]
+	if err := p.SetLatent(s.Z); err != nil {
+		t.Fatal(err)
+	}
+	dim := d.Offline.ObsDim
+	want := make([]float32, skills.NumJoints)
+	got := make([]float32, skills.NumJoints)
+	for _, i := range sel.Rows[:50] {
+		obs := d.Offline.Obs[i*dim : (i+1)*dim]
+		pi.Mode(&nn.Tape[float32]{}, obs, 1, want)
+		if err := p.Act(obs, got); err != nil {
+			t.Fatal(err)
+		}
+		for j := range got {
+			if math.Abs(float64(got[j]-want[j])) > 1e-5 {
+				t.Fatalf("row %d: bank %v, trainer %v", i, got, want)
+			}
+		}
+	}
+}
+
+func TestFitRefusesBadConfig(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Batch = 0
+	if _, _, err := Fit(context.Background(), &smodice.Data{}, Selection{}, cfg, nil, true); !errors.Is(err, ErrConfig) {
+		t.Fatalf("Fit with batch 0: %v", err)
+	}
+}
