@@ -66,7 +66,8 @@ type Session struct {
 	lastSat   proto.Saturation
 
 	rx, tx     [proto.MaxFrameLen]byte
-	lastSensor []byte // payload of the last decoded sensor packet, inside rx
+	lastSensor []byte        // payload of the last decoded sensor packet, inside rx
+	lastPass   time.Duration // when Receive last found no sensor packet (read at least once since)
 	sendTimes  [sendRingSize]sendRecord
 	stats      counters
 }
@@ -331,10 +332,13 @@ func (s *Session) Receive(out *proto.Sensor) error {
 	if err := s.conn.SetReadTimeout(s.cfg.SensorTimeout / 5); err != nil {
 		return fmt.Errorf("host: %w", err)
 	}
-	for {
-		if silent := s.now() - s.lastValid; silent > s.cfg.SensorTimeout {
+	// Every pass reads at least one frame before it looks at the clock: a caller that polls with
+	// a short timeout must still drain what arrived, or a silence would never end.
+	for ; ; s.lastPass = s.now() {
+		if s.lastPass-s.lastValid > s.cfg.SensorTimeout {
+			s.lastPass = s.lastValid
 			return fmt.Errorf("%w: no valid sensor packet for %v on %s (the board may have lost the link, "+
-				"been reset, or be talking to another session)", ErrSensorTimeout, silent.Round(time.Millisecond), s.cfg.Interface)
+				"been reset, or be talking to another session)", ErrSensorTimeout, (s.now() - s.lastValid).Round(time.Millisecond), s.cfg.Interface)
 		}
 		kind, p, err := s.read()
 		switch {

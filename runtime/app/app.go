@@ -65,7 +65,7 @@ type Runtime struct {
 
 // Start brings everything up to the point where the control loop can run: on error, whatever was
 // opened is closed again.
-func Start(ctx context.Context, cfg config.Config, opts Options) (rt *Runtime, err error) {
+func Start(ctx context.Context, cfg config.Config, opts Options) (_ *Runtime, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -73,7 +73,7 @@ func Start(ctx context.Context, cfg config.Config, opts Options) (rt *Runtime, e
 	if log == nil {
 		log = slog.Default()
 	}
-	rt = &Runtime{cfg: cfg, log: log, eventBuf: make([]byte, 0, 1024), faultIdx: map[string]int{}}
+	rt := &Runtime{cfg: cfg, log: log, eventBuf: make([]byte, 0, 1024), faultIdx: map[string]int{}}
 	defer func() {
 		if err != nil {
 			rt.close()
@@ -283,7 +283,11 @@ func (rt *Runtime) startOperatorInterface(ctx context.Context) error {
 
 func (rt *Runtime) startObservers() error {
 	if addr := rt.cfg.Metrics.Listen; addr != "" {
-		modes := []string{"unknown", "stop", "damp", "stand", "run"}
+		// Indexed by corebus.Mode; metrics reserves "unknown" for out-of-range indexes.
+		modes := []string{"none"}
+		for m := corebus.ModeStop; m <= corebus.ModeRun; m++ {
+			modes = append(modes, m.String())
+		}
 		m, err := metrics.New(metrics.Options{Modes: modes, FaultReasons: core.FaultCodes})
 		if err != nil {
 			return err
