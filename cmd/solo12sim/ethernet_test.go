@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dualforce/dualforce/hw/host"
 	"github.com/dualforce/dualforce/hw/link"
@@ -45,7 +46,8 @@ func TestServesOverEthernet(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	h := host.New(conn, host.Config{Interface: hostNS.Interface(), MAC: conn.LocalMAC(), Logger: slog.New(slog.DiscardHandler)})
+	h := host.New(conn, host.Config{Interface: hostNS.Interface(), MAC: conn.LocalMAC(), SensorTimeout: 2 * time.Second,
+		Logger: slog.New(slog.DiscardHandler)})
 	if _, err := h.Connect(ctx); err != nil {
 		t.Fatalf("%v\n%s", err, logs.String())
 	}

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dualforce/dualforce/hw/clock"
 	"github.com/dualforce/dualforce/hw/link"
 	"github.com/dualforce/dualforce/hw/perception"
 	"github.com/dualforce/dualforce/sim/robotboard"
@@ -37,6 +38,11 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// processPriority is the SCHED_FIFO priority of the process's threads other than the board's
+// tick and reader, in real time: above every ordinary process, so that the Go scheduler never
+// makes the tick wait for one of its own threads queued behind them (see clock.RealtimeProcess).
+const processPriority = 1
 
 // errUsage marks bad flags (already reported with the usage text).
 var errUsage = errors.New("usage")
@@ -69,7 +75,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.perceptionAddr, "perception-addr", "127.0.0.1:9751", "UDP destination of the perception stream (empty: no stream)")
 	fs.Float64Var(&o.perceptionHz, "perception-hz", 50, "perception samples per second of simulated time (1..1000; 1000 divided by it is rounded to whole ticks)")
 	fs.BoolVar(&o.realtime, "realtime", true, "tick at 1 kHz on the wall clock; false: lockstep, one tick per received init or command")
-	fs.IntVar(&o.priority, "priority", 40, "SCHED_FIFO priority of the tick and reader threads, 1..99 (0: none; needs CAP_SYS_NICE, else a warning)")
+	fs.IntVar(&o.priority, "priority", 40, "real time only: SCHED_FIFO priority of the tick and reader threads, 1..99; the process's other threads then run at SCHED_FIFO 1 (0: none; needs CAP_SYS_NICE, else a warning)")
 	fs.DurationVar(&o.statsEvery, "stats", time.Second, "interval of the statistics log lines (0: only at exit)")
 	fs.TextVar(&o.logLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
 	fs.Usage = func() {
@@ -135,9 +141,12 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if o.realtime {
-		if prev := robotboard.ReserveProcs(); prev < robotboard.RealtimeProcs {
-			log.Debug("raised GOMAXPROCS for the real-time threads", "from", prev, "to", robotboard.RealtimeProcs)
+	if o.realtime && o.priority > 0 {
+		restore, err := clock.RealtimeProcess(processPriority)
+		if err != nil {
+			log.Warn("running the Go runtime's threads at ordinary priority: ticks may be missed on a busy machine", "err", err)
+		} else {
+			defer restore()
 		}
 	}
 	robot, err := robotboard.New(robotboard.Config{Scenario: scenario, Seed: o.seed, Substeps: o.substeps, Logger: log})
@@ -152,8 +161,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	defer conn.Close()
 	opts := robotboard.ServeOptions{
-		Lockstep: !o.realtime, Priority: o.priority, Logger: log,
+		Lockstep: !o.realtime, Logger: log,
 		PerceptionPeriod: max(1, int(math.Round(1000/o.perceptionHz))),
+	}
+	if o.realtime {
+		opts.Priority = o.priority // lockstep has no deadline to keep
 	}
 	if e, ok := conn.(*link.Ethernet); ok {
 		opts.MAC = e.LocalMAC()
@@ -233,7 +245,7 @@ func logStats(ctx context.Context, log *slog.Logger, srv *robotboard.Server, eve
 
 func logStatus(log *slog.Logger, msg string, st robotboard.Status) {
 	attrs := []any{
-		"ticks", st.Ticks, "missed_ticks", st.MissedTicks,
+		"ticks", st.BoardTicks, "missed_ticks", st.MissedTicks,
 		"lateness_p50", st.LatenessP50, "lateness_p99", st.LatenessP99, "lateness_max", st.LatenessMax,
 		"board", st.State.String(), "sim_time", st.Truth.Time,
 		"frames_in", st.FramesIn, "frames_out", st.FramesOut, "malformed", st.Malformed,

@@ -11,8 +11,12 @@
 //     Truth gives evaluation the ground truth the runtime never sees.
 //   - Served on a link (Serve): hw/board/server runs the board on a link.Conn, in real time at
 //     1 kHz paced by hw/clock, or in lockstep with the host (one tick per received init or
-//     command), while perception samples taken every PerceptionPeriod ticks of simulated time go
-//     out on UDP from a goroutine of their own.
+//     command). Every PerceptionPeriod ticks of simulated time the tick thread takes a
+//     perception sample and sends it on UDP. After every tick it publishes the board state and
+//     the ground truth, which Server.Status reads from any goroutine without locks. Command
+//     solo12sim is this mode behind flags. In real time on a busy machine, make the whole
+//     process real-time (clock.RealtimeProcess) besides ServeOptions.Priority: otherwise the Go
+//     scheduler can make the tick wait for its ordinary-priority threads.
 //
 // The robot powers on standing in the layout's start pose with its motors off, so it sinks to
 // the ground until a host enables them. The encoders count from the power-on angles: a host's

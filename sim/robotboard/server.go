@@ -20,25 +20,6 @@ import (
 // DefaultPerceptionPeriod is the perception stream's period in ticks: 50 Hz.
 const DefaultPerceptionPeriod = 20
 
-// RealtimeProcs is the least GOMAXPROCS a process serving a robot in real time should run with.
-// The tick and reader threads are locked to their OS threads at real-time priority, yet every
-// return from a system call or a MuJoCo (cgo) call needs one of the Go runtime's Ps: with only as
-// many Ps as cores, the one free P may sit with an ordinary thread that the kernel has
-// descheduled, and the tick waits for that thread (a priority inversion). Measured on a loaded
-// 2-core machine over 10 s of the hardware-in-the-loop test: 13 to 72 missed ticks with 2 Ps,
-// 0 to 2 with 8.
-const RealtimeProcs = 8
-
-// ReserveProcs raises GOMAXPROCS to RealtimeProcs if it is lower, and returns the previous value.
-// Call it once at start-up, before serving in real time.
-func ReserveProcs() (previous int) {
-	previous = runtime.GOMAXPROCS(0)
-	if previous < RealtimeProcs {
-		runtime.GOMAXPROCS(RealtimeProcs)
-	}
-	return previous
-}
-
 // ServeOptions configure a Server. The zero value serves in real time without perception.
 type ServeOptions struct {
 	// Lockstep ticks once per received init or command instead of on the 1 kHz wall clock.
@@ -79,10 +60,10 @@ type Stats struct {
 // Status is the running robot as of its last tick, with the counters.
 type Status struct {
 	Stats
-	State board.State
-	Ticks uint64 // board ticks since power-on
-	Truth Truth
-	Err   error // what froze the physics, if anything
+	State      board.State
+	BoardTicks uint64 // board ticks since power-on: simulated milliseconds
+	Truth      Truth
+	Err        error // what froze the physics, if anything
 }
 
 // Serve prepares a Server for r on conn. The Server owns r from Run until Run returns: reach it
@@ -170,7 +151,7 @@ func (s *Server) Stats() Stats {
 // tick or being blocked by it, and without allocating.
 func (s *Server) Status() Status {
 	st := Status{Stats: s.Stats()}
-	st.Truth, st.State, st.Ticks = s.last.load()
+	st.Truth, st.State, st.BoardTicks = s.last.load()
 	if err := s.plantErr.Load(); err != nil {
 		st.Err = *err
 	}
