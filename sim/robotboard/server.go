@@ -122,7 +122,8 @@ func (s *Server) publish() {
 	r := s.robot
 	s.last.store(r.Truth(), r.board.State(), r.board.Ticks())
 	if err := r.Err(); err != nil && s.plantErr.Load() == nil {
-		s.plantErr.Store(&err)
+		latched := err // only a failure allocates
+		s.plantErr.Store(&latched)
 	}
 }
 

@@ -155,3 +155,23 @@ func TestServeOnce(t *testing.T) {
 		t.Fatal("a second server for a served robot")
 	}
 }
+
+// What a served robot does after every tick (publishing its status, and a perception sample sent
+// every period, here every tick) allocates nothing.
+func TestServedTickAllocatesNothing(t *testing.T) {
+	r := newRobot(t, robotboard.Config{Scenario: boxWorld(t)})
+	_, boardEnd := pipe(t)
+	rx, tx := perceptionLink(t)
+	srv, err := r.Serve(boardEnd, robotboard.ServeOptions{Perception: tx, PerceptionPeriod: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Not running: the test ticks the board itself, on this goroutine.
+	if allocs := testing.AllocsPerRun(200, func() { r.Step(nil) }); allocs != 0 {
+		t.Fatalf("%v allocations per served tick", allocs)
+	}
+	if st := srv.Status(); st.PerceptionSent != 201 || st.BoardTicks != 201 {
+		t.Fatalf("status %+v", st)
+	}
+	waitAccepted(t, rx, 1)
+}
