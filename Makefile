@@ -37,13 +37,24 @@ test: setup ## vet and run every test, including the privileged hardware-in-the-
 	$(GO) vet $(PKGS)
 	$(GO) test -timeout $(TEST_TIMEOUT) -count=1 $(PKGS)
 
-RUN_ADDR ?= 127.0.0.1:9750
 RUN_SECONDS ?= 0
+RUN_WORLD ?= flat
+# The interim bank of `make run`: behaviour cloning of the scripted expert trot, built on first
+# use (about a minute) and kept in out/. Labelled "expert fit" and tagged "bc" inside the bank.
+RUN_BANK := out/bank.npz
 
-run: build ## the main job: emulated master board + host session over the UDP tunnel (Ctrl-C stops)
-	@bin/boardemu --transport udp --listen $(RUN_ADDR) & emu=$$!; \
-	trap 'kill $$emu 2>/dev/null; wait $$emu 2>/dev/null' EXIT INT TERM; \
-	bin/linkcheck --transport udp --addr $(RUN_ADDR) --duration $(RUN_SECONDS)s
+run: setup build $(RUN_BANK) ## the main job: simulated Solo12 + the runtime running a skill bank (Ctrl-C stops)
+	@echo "make run: simulated Solo12 ($(RUN_WORLD)) <-UDP tunnel-> skillrt; MQTT on 127.0.0.1:1883 (bin/skillrt op --robot solo-sim watch), metrics on 127.0.0.1:9102"
+	@bin/solo12sim --transport udp --listen 127.0.0.1:9750 --perception-addr 127.0.0.1:9751 --world $(RUN_WORLD) --stats 0 & sim=$$!; \
+	trap 'kill $$sim 2>/dev/null; wait $$sim 2>/dev/null' EXIT INT TERM; \
+	sleep 0.5; \
+	if [ "$(RUN_SECONDS)" != 0 ]; then limit="timeout --signal=INT --kill-after=5 $(RUN_SECONDS)"; fi; \
+	$$limit bin/skillrt run --config cmd/skillrt/sim.yaml --auto-run || [ $$? = 124 ]
+
+$(RUN_BANK):
+	@mkdir -p out/data
+	bin/dualforce collect --task locomotion --scale test --out out/data/locomotion.npz
+	bin/dualforce fit bc --offline out/data/locomotion.npz --mode expert --out $@
 
 bench: setup ## run every benchmark with allocation counts
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(PKGS)
@@ -62,5 +73,5 @@ lint: setup ## gofmt, go vet and staticcheck
 	$(GO) vet $(PKGS)
 	$(GOBIN)/staticcheck $(PKGS)
 
-clean: ## remove build outputs
-	rm -rf bin
+clean: ## remove build outputs (binaries, the run bank, recordings)
+	rm -rf bin out

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/dualforce/dualforce/runtime/app"
 	"github.com/dualforce/dualforce/runtime/config"
@@ -23,6 +24,7 @@ func runCmd(ctx context.Context, args []string, stderr io.Writer) int {
 	path := fs.String("config", "", "the runtime config (YAML); print an example with: skillrt config")
 	autoRun := fs.Bool("auto-run", false, "run the skill as soon as the robot stands (simulation, demos)")
 	skill := fs.Int("skill", 0, "bank latent to start with (index)")
+	status := fs.Duration("status", time.Second, "log a status line this often (0: never)")
 	priority := fs.Int("rt-priority", 20, "SCHED_FIFO priority of the process (0: ordinary); without CAP_SYS_NICE it warns and goes on")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	if code := parse(fs, args); code >= 0 {
@@ -42,7 +44,7 @@ func runCmd(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "skillrt:", err)
 		return 2
 	}
-	rt, err := app.Start(ctx, cfg, app.Options{AutoRun: *autoRun, Skill: *skill, RealtimePriority: *priority, Logger: log})
+	rt, err := app.Start(ctx, cfg, app.Options{AutoRun: *autoRun, Skill: *skill, RealtimePriority: *priority, StatusEvery: *status, Logger: log})
 	if err != nil {
 		fmt.Fprintln(stderr, "skillrt:", err)
 		return 1

@@ -35,7 +35,10 @@ type Options struct {
 	// RealtimePriority, when 1..99, runs every thread of the process with SCHED_FIFO at that
 	// priority (see hw/clock); without the privilege the runtime warns and goes on.
 	RealtimePriority int
-	Logger           *slog.Logger
+	// StatusEvery logs a status line (mode, skill, fault, base velocity estimate, loop timing)
+	// at this interval; 0 logs none.
+	StatusEvery time.Duration
+	Logger      *slog.Logger
 }
 
 // Runtime is a started runtime; Run drives it.
@@ -54,6 +57,7 @@ type Runtime struct {
 	recorder *recorder.Recorder
 	drv      *driver.RealTime
 	closers  []func() error
+	status   time.Duration
 
 	// control-thread state of the observer
 	tick      recorder.Tick
@@ -104,6 +108,7 @@ func Start(ctx context.Context, cfg config.Config, opts Options) (_ *Runtime, er
 			rt.closers = append(rt.closers, restore)
 		}
 	}
+	rt.status = opts.StatusEvery
 	rt.drv = &driver.RealTime{Core: rt.core, Link: rt.session, Slider: rt.box, Observe: rt.observe}
 	if rt.percept != nil {
 		rt.drv.Perception = rt.fillPerception
@@ -132,6 +137,9 @@ func (rt *Runtime) Run(ctx context.Context) error {
 	loaderCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	go rt.loader.Run(loaderCtx, rt.core, 2)
+	if rt.status > 0 {
+		go rt.logStatus(loaderCtx)
+	}
 	rt.log.Info("control loop running", "bank", rt.cfg.Bank, "robot", rt.cfg.RobotID)
 	err := rt.drv.Run(ctx)
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
@@ -141,6 +149,32 @@ func (rt *Runtime) Run(ctx context.Context) error {
 	rt.log.Info("control loop stopped", "ticks", t.Ticks, "missed_periods", t.Missed, "overruns", t.Overruns,
 		"period_p50", t.Period.Quantile(0.5), "period_p99", t.Period.Quantile(0.99), "compute_p99", t.Compute.Quantile(0.99))
 	return err
+}
+
+// logStatus reports the core's published snapshot; it never touches the control thread.
+func (rt *Runtime) logStatus(ctx context.Context) {
+	t := time.NewTicker(rt.status)
+	defer t.Stop()
+	var s corebus.Snapshot
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !rt.core.LoadState(&s) {
+			continue
+		}
+		skill := "none"
+		if cat := rt.core.Catalogue(); s.Skill.Source == corebus.SkillBank && s.Skill.Index < len(cat.Skills) {
+			skill = cat.Skills[s.Skill.Index].Name
+		}
+		v := s.Robot.BaseLinVel
+		rt.log.Info("status", "phase", rt.core.Phase(), "skill", skill, "fault", s.Fault,
+			"vx", fmt.Sprintf("%+.2f", v[0]), "vy", fmt.Sprintf("%+.2f", v[1]),
+			"roll", fmt.Sprintf("%+.2f", s.Robot.Attitude[0]), "pitch", fmt.Sprintf("%+.2f", s.Robot.Attitude[1]),
+			"ticks", s.Loop.Ticks)
+	}
 }
 
 func (rt *Runtime) close() {
