@@ -30,9 +30,10 @@
 //
 // # Receiving
 //
-// A Receiver reads datagrams on its own goroutine and keeps the newest valid one in a seqlock of
-// atomic words: the control loop copies it out with Latest without locks, allocation or blocking,
-// and learns its age from the arrival time. Out-of-order and duplicate datagrams are dropped,
+// A Receiver reads datagrams on its own goroutine and keeps the newest valid one in two
+// alternating slots of atomic words: the control loop copies it out with Latest without locks,
+// allocation or ever waiting for the receiving goroutine, and learns its age from the arrival
+// time. Out-of-order and duplicate datagrams are dropped,
 // gaps in the sequence are counted as lost, and a sender that restarts its sequence is followed.
 //
 // A lockstep simulation has no socket: it hands the runtime a Fill that writes the current

@@ -7,7 +7,6 @@ import (
 	"math"
 	"net"
 	"net/netip"
-	"runtime"
 	"sync/atomic"
 	"time"
 )
@@ -58,17 +57,10 @@ type Receiver struct {
 	readErr    error // why the reader stopped; written before done is closed
 	closing    atomic.Bool
 
-	// The newest accepted datagram, written by the reader goroutine inside a seqlock: version is
-	// odd while a write is in progress. Every word is atomic so that a reader racing the writer
-	// stays well-defined; it retries until it saw the same even version before and after.
-	version  atomic.Uint64
-	seq      atomic.Uint64
-	stamp    atomic.Int64
-	position [3]atomic.Uint64 // math.Float64bits
-	yaw      atomic.Uint64
-	heights  [GridPoints]atomic.Uint32 // math.Float32bits
-	arrived  atomic.Int64              // ns after epoch
-	valid    atomic.Bool
+	// The newest accepted datagram, in one of two slots written alternately by the reader
+	// goroutine; published names the complete one (-1 before the first). See slot.
+	slots     [2]slot
+	published atomic.Int32
 
 	datagrams, accepted, lost, outOfOrder, restarts atomic.Uint64
 	short, long, magic, badVersion, nonFinite       atomic.Uint64
@@ -91,6 +83,7 @@ func Listen(addr string, opts ReceiverOptions) (*Receiver, error) {
 		opts.Logger = slog.Default()
 	}
 	r := &Receiver{pc: pc, staleAfter: opts.StaleAfter, log: opts.Logger, epoch: time.Now(), done: make(chan struct{})}
+	r.published.Store(-1)
 	go r.run()
 	return r, nil
 }
@@ -169,48 +162,67 @@ func (r *Receiver) countInvalid(reason error) {
 	}
 }
 
+// slot holds one datagram and its arrival time under a sequence lock: version is odd while the
+// writer fills it. Every word is atomic so that a reader racing the writer stays well-defined.
+type slot struct {
+	version  atomic.Uint64
+	seq      atomic.Uint64
+	stamp    atomic.Int64
+	position [3]atomic.Uint64 // math.Float64bits
+	yaw      atomic.Uint64
+	heights  [GridPoints]atomic.Uint32 // math.Float32bits
+	arrived  atomic.Int64              // ns after epoch
+}
+
+// publish writes the slot that is not published, then publishes it. A reader of the published
+// slot is thus never waiting on a writer that the scheduler paused mid-write (a real-time control
+// loop must not wait on an ordinary goroutine); only a writer two datagrams ahead of a reader can
+// overwrite what it reads, and the reader then takes the newer slot.
 func (r *Receiver) publish(d *Datagram, at time.Duration) {
-	r.version.Add(1)
-	r.seq.Store(d.Seq)
-	r.stamp.Store(int64(d.Stamp))
+	next := (r.published.Load() + 1) & 1
+	s := &r.slots[next]
+	s.version.Add(1)
+	s.seq.Store(d.Seq)
+	s.stamp.Store(int64(d.Stamp))
 	for k, v := range d.Position {
-		r.position[k].Store(math.Float64bits(v))
+		s.position[k].Store(math.Float64bits(v))
 	}
-	r.yaw.Store(math.Float64bits(d.Yaw))
+	s.yaw.Store(math.Float64bits(d.Yaw))
 	for i, h := range d.Heights {
-		r.heights[i].Store(math.Float32bits(h))
+		s.heights[i].Store(math.Float32bits(h))
 	}
-	r.arrived.Store(int64(at))
-	r.valid.Store(true)
-	r.version.Add(1)
+	s.arrived.Store(int64(at))
+	s.version.Add(1)
+	r.published.Store(next)
 }
 
 // Latest copies the newest accepted datagram into dst and says how old it is at now. Before the
-// first datagram dst is left alone and the status is invalid and stale. It neither blocks nor
-// allocates; it only retries while the reader is in the middle of publishing.
+// first datagram dst is left alone and the status is invalid and stale. It neither locks nor
+// allocates, and never waits for the receiving goroutine.
 func (r *Receiver) Latest(now time.Time, dst *Datagram) Status {
 	for {
-		v := r.version.Load()
-		if v&1 != 0 {
-			runtime.Gosched()
-			continue
-		}
-		if !r.valid.Load() {
+		p := r.published.Load()
+		if p < 0 {
 			return Status{Stale: true}
 		}
+		s := &r.slots[p]
+		v := s.version.Load()
+		if v&1 != 0 {
+			continue // overwritten since published: the other slot is newer
+		}
 		d := Datagram{
-			Seq:   r.seq.Load(),
-			Stamp: time.Duration(r.stamp.Load()),
-			Yaw:   math.Float64frombits(r.yaw.Load()),
+			Seq:   s.seq.Load(),
+			Stamp: time.Duration(s.stamp.Load()),
+			Yaw:   math.Float64frombits(s.yaw.Load()),
 		}
 		for k := range d.Position {
-			d.Position[k] = math.Float64frombits(r.position[k].Load())
+			d.Position[k] = math.Float64frombits(s.position[k].Load())
 		}
 		for i := range d.Heights {
-			d.Heights[i] = math.Float32frombits(r.heights[i].Load())
+			d.Heights[i] = math.Float32frombits(s.heights[i].Load())
 		}
-		arrived := time.Duration(r.arrived.Load())
-		if r.version.Load() != v {
+		arrived := time.Duration(s.arrived.Load())
+		if s.version.Load() != v {
 			continue
 		}
 		*dst = d

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -159,12 +158,17 @@ func (s *Server) Status() Status {
 	return st
 }
 
-// tickCell is a seqlock holding the last tick's truth, board state and tick count, written by
-// the tick thread. Every word is atomic so that a reader racing the writer stays well-defined;
-// it retries until it saw the same even version before and after.
+// tickCell holds the last tick's truth, board state and tick count for readers on other
+// goroutines. The tick thread fills the slot not published, under a sequence lock (version odd
+// while it writes), then publishes it: a reader never waits for the tick thread, even one the
+// scheduler paused mid-write; it only retries when the writer lapped it. Every word is atomic so
+// that a reader racing the writer stays well-defined.
 type tickCell struct {
-	version atomic.Uint64
-	words   [tickWords]atomic.Uint64
+	slots [2]struct {
+		version atomic.Uint64
+		words   [tickWords]atomic.Uint64
+	}
+	published atomic.Uint32
 }
 
 const tickWords = 12
@@ -179,25 +183,28 @@ func (c *tickCell) store(t Truth, state board.State, ticks uint64) {
 		f64(t.LinVel[0]), f64(t.LinVel[1]), f64(t.LinVel[2]), f64(t.Yaw), f64(t.Tilt),
 		fell, uint64(state), ticks,
 	}
-	c.version.Add(1)
+	next := (c.published.Load() + 1) & 1
+	s := &c.slots[next]
+	s.version.Add(1)
 	for i := range w {
-		c.words[i].Store(w[i])
+		s.words[i].Store(w[i])
 	}
-	c.version.Add(1)
+	s.version.Add(1)
+	c.published.Store(next)
 }
 
 func (c *tickCell) load() (t Truth, state board.State, ticks uint64) {
 	var w [tickWords]uint64
 	for {
-		v := c.version.Load()
+		s := &c.slots[c.published.Load()]
+		v := s.version.Load()
 		if v&1 != 0 {
-			runtime.Gosched()
-			continue
+			continue // overwritten since published: the other slot is newer
 		}
 		for i := range w {
-			w[i] = c.words[i].Load()
+			w[i] = s.words[i].Load()
 		}
-		if c.version.Load() == v {
+		if s.version.Load() == v {
 			break
 		}
 	}

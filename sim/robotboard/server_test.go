@@ -49,7 +49,11 @@ func standOverLink(t testing.TB, srv *robotboard.Server, r *robotboard.Robot, co
 		if err := h.Send(cmd); err != nil {
 			t.Fatal(err)
 		}
-		res.truth = srv.Status().Truth
+		status := srv.Status()
+		if status.Truth.Time != time.Duration(status.BoardTicks)*time.Millisecond {
+			t.Fatalf("torn status: truth at %v, %d board ticks", status.Truth.Time, status.BoardTicks)
+		}
+		res.truth = status.Truth
 		if st.holding() {
 			res.heights.add(res.truth.Pos[2])
 		}
