@@ -149,7 +149,7 @@ func (r *Robot) Perceive(d *perception.Datagram) {
 	m := r.robot.Mocap()
 	r.robot.HeightMap(&r.heights)
 	d.Seq = r.seq
-	d.Stamp = time.Duration(math.Round(r.robot.Time() * float64(time.Second)))
+	d.Stamp = r.simTime()
 	d.Position, d.Yaw = m.Pos, m.Yaw
 	for i, h := range r.heights {
 		d.Heights[i] = float32(h)
@@ -174,7 +174,7 @@ func (r *Robot) Truth() Truth {
 	n := w*w + x*x + y*y + z*z
 	up := 1 - 2*(x*x+y*y)/n // base z axis . world z
 	t := Truth{
-		Time:   time.Duration(math.Round(r.robot.Time() * float64(time.Second))),
+		Time:   r.simTime(),
 		Pos:    b.Pos,
 		LinVel: b.LinVel,
 		Yaw:    math.Atan2(2*(w*z+x*y)/n, 1-2*(y*y+z*z)/n),
@@ -182,6 +182,13 @@ func (r *Robot) Truth() Truth {
 	}
 	t.Fell = t.Tilt > FallTilt || r.bodyTouches()
 	return t
+}
+
+// simTime is the physics clock. MuJoCo sums float timesteps, which drifts by parts in 1e12; the
+// clock only ever advances by whole substeps (at least 10 us), so rounding to microseconds gives
+// exact milliseconds per tick.
+func (r *Robot) simTime() time.Duration {
+	return time.Duration(math.Round(r.robot.Time()*1e6)) * time.Microsecond
 }
 
 // bodyTouches reports a contact of the base's own geom: only the terrain can collide with it.
