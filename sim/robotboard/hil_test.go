@@ -215,7 +215,8 @@ func TestHardwareInTheLoop(t *testing.T) {
 
 // BenchmarkRealtime60s is the hardware-in-the-loop run for a minute (DUALFORCE_REALTIME_SECONDS
 // overrides the length): one iteration whatever b.N asks, reporting missed ticks, tick lateness,
-// lost packets and the base height range.
+// lost packets, the base height range, and how often the machine itself stalled real-time
+// threads for over a millisecond (see probeMachine).
 func BenchmarkRealtime60s(b *testing.B) {
 	d := 60 * time.Second
 	if s := os.Getenv("DUALFORCE_REALTIME_SECONDS"); s != "" {
@@ -238,4 +239,5 @@ func BenchmarkRealtime60s(b *testing.B) {
 	b.ReportMetric(float64(hs.CommandLoss+hs.SensorLoss), "lost-packets")
 	b.ReportMetric(res.heights.min, "height-min-m")
 	b.ReportMetric(res.heights.max, "height-max-m")
+	b.ReportMetric(float64(res.machineStalls), "machine-stalls")
 }
