@@ -73,6 +73,9 @@ func FromFiles(task string, offline *datafile.Offline, expert *datafile.Expert) 
 	if task == "" {
 		task = m.Task
 	}
+	if _, ok := taskLayouts[task]; !ok {
+		return Inputs{}, fmt.Errorf("%w: %q (want %q or %q)", ErrUnknownTask, task, TaskLocomotion, TaskNavigation)
+	}
 	if m.Task != task {
 		return Inputs{}, fmt.Errorf("%w: offline dataset was recorded for task %q, not %q", ErrTaskMismatch, m.Task, task)
 	}

@@ -156,7 +156,7 @@ func Train(ctx context.Context, d *Data, cfg Config, opt Options) (*Checkpoint, 
 	case err != nil:
 		return nil, err
 	case !opt.Resume:
-		return nil, fmt.Errorf("%w: %s (pass resume to continue it, or use another directory)", ErrRunExists, ckPath)
+		return nil, fmt.Errorf("%w: %s", ErrRunExists, ckPath)
 	}
 	if ck != nil {
 		if err := d.checkResume(ck, cfg); err != nil {

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/dualforce/dualforce/skills"
+	"github.com/dualforce/dualforce/trainer/bc"
+	"github.com/dualforce/dualforce/trainer/datafile"
+	"github.com/dualforce/dualforce/trainer/smodice"
+)
+
+func init() {
+	register(command{name: "fit", summary: "fit an interim skill bank (bc)", run: runFit})
+}
+
+const fitUsage = `Usage: dualforce fit <method> [flags]
+
+Methods:
+  bc   behaviour cloning of one labelled behaviour of an offline dataset
+`
+
+func runFit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, fitUsage)
+		return usagef("missing method")
+	}
+	switch args[0] {
+	case "bc":
+		return runFitBC(ctx, args[1:], stdout, stderr)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, fitUsage)
+		return nil
+	}
+	return usagef("unknown fit method %q", args[0])
+}
+
+const fitBCUsage = `Usage: dualforce fit bc --offline FILE --mode expert|<mode> --out bank.npz [flags]
+
+Clones, with uniform weights, the transitions of one behaviour of the offline dataset (a mode
+name from its manifest, or "expert" for the expert's) into the same policy head the trained
+banks use, and writes a one-latent bank named "<mode> fit" and tagged "bc": an interim bank
+for the runtime until a trained one exists, not a trained skill. The observation statistics
+are fitted on the whole offline set, as for training.
+`
+
+func runFitBC(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	def := bc.DefaultConfig()
+	fs := newFlagSet("fit bc", fitBCUsage, stderr)
+	offline := fs.String("offline", "", "offline dataset archive (required)")
+	mode := fs.String("mode", bc.ExpertLabel, `behaviour to clone: "expert" or a mode name`)
+	out := fs.String("out", "", "bank to write (required)")
+	task := fs.String("task", "", "task the data must be for: locomotion or navigation (default: the dataset's)")
+	steps := fs.Int("steps", def.Steps, "gradient steps")
+	batch := fs.Int("batch", def.Batch, "transitions per step")
+	seed := fs.Uint64("seed", def.Seed, "seed of every random choice")
+	quiet := fs.Bool("quiet", false, "no progress bar")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return usagef("unexpected arguments %q", fs.Args())
+	case *offline == "" || *out == "":
+		return usagef("--offline and --out are required")
+	case *steps < 0 || *batch <= 0:
+		return usagef("--steps %d, --batch %d: want a non-negative step count and a positive batch", *steps, *batch)
+	}
+	cfg := def
+	cfg.Steps, cfg.Batch, cfg.Seed = *steps, *batch, *seed
+
+	off, err := datafile.ReadOffline(*offline)
+	if err != nil {
+		return err
+	}
+	sel, err := bc.Select(off, *mode)
+	if err != nil {
+		return err
+	}
+	in, err := smodice.FromFiles(*task, off, nil)
+	if err != nil {
+		return err
+	}
+	data, err := smodice.Prepare(in)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	pi, rep, err := bc.Fit(ctx, data, sel, cfg, stderr, *quiet)
+	if err != nil {
+		return err
+	}
+	bank, err := bc.Bank(data, sel, pi)
+	if err != nil {
+		return err
+	}
+	if err := skills.WriteBank(*out, bank); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "fit %q on %d of %d transitions in %v: final NLL %.3f, mean |action error| %.3f\nbank: %s (latent %q, tags %q)\n",
+		sel.Label, rep.Transitions, data.Offline.Len(), time.Since(start).Round(time.Millisecond), rep.FinalLoss, rep.MeanAbsError,
+		*out, bank.Latents[0].Info.Name, bank.Latents[0].Info.Tags)
+	return nil
+}

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/dualforce/dualforce/skills"
+	"github.com/dualforce/dualforce/trainer/datafile"
+	"github.com/dualforce/dualforce/trainer/smodice"
+)
+
+func init() {
+	register(command{name: "train", summary: "train a skill bank (smodice)", run: runTrain})
+}
+
+const trainUsage = `Usage: dualforce train <method> [flags]
+
+Methods:
+  smodice   SMODICE-expert: a state discriminator gives the imitation reward r_E, DICE with
+            R = r_E weights the offline transitions, a policy clones them by weight
+`
+
+func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, trainUsage)
+		return usagef("missing method")
+	}
+	switch args[0] {
+	case "smodice":
+		return runTrainSMODICE(ctx, args[1:], stdout, stderr)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, trainUsage)
+		return nil
+	}
+	return usagef("unknown training method %q", args[0])
+}
+
+const trainSMODICEUsage = `Usage: dualforce train smodice --offline FILE [--expert FILE] --out DIR [flags]
+
+Trains the SMODICE-expert policy and writes into DIR:
+  disc.json        the discriminator's held-out accuracy and logit range
+  metrics.jsonl    one JSON line per DICE iteration (losses, effective sample size, largest
+                   weight, KL estimate, constraint, expert mass, discriminator accuracy, seconds)
+  losses.png, ess.png, kl.png
+  checkpoint.ckpt  written atomically every --checkpoint-every iterations and on Ctrl-C
+  bank.npz         the exported skill bank (one latent, "smodice-expert"), unless --bank says
+                   where
+
+Every input is checked before training starts (NaN or Inf, shapes, an empty expert set, a
+dataset whose layout is not the task's). --resume continues a run from DIR's checkpoint and
+ends with the same weights, bit for bit, as an uninterrupted run; only --iters and
+--checkpoint-every may change between the two.
+`
+
+func runTrainSMODICE(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	def := smodice.DefaultConfig()
+	fs := newFlagSet("train smodice", trainSMODICEUsage, stderr)
+	offline := fs.String("offline", "", "offline dataset archive (required)")
+	expert := fs.String("expert", "", "expert dataset archive (default: the offline file's <name>_expert.npz)")
+	out := fs.String("out", "", "run directory (required)")
+	task := fs.String("task", "", "task the data must be for: locomotion or navigation (default: the dataset's)")
+	iters := fs.Int("iters", def.Iterations, "DICE iterations")
+	discSteps := fs.Int("disc-steps", def.DiscSteps, "discriminator training steps")
+	batch := fs.Int("batch", def.DICE.Batch, "DICE batch (transitions per value and policy step)")
+	seed := fs.Uint64("seed", def.Seed, "seed of every random choice")
+	every := fs.Int("checkpoint-every", def.CheckpointEvery, "iterations between checkpoints")
+	resume := fs.Bool("resume", false, "continue the run in --out from its checkpoint")
+	bankPath := fs.String("bank", "", "bank to write at the end (default <out>/bank.npz)")
+	quiet := fs.Bool("quiet", false, "no progress bar")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return usagef("unexpected arguments %q", fs.Args())
+	case *offline == "" || *out == "":
+		return usagef("--offline and --out are required")
+	case *iters < 0 || *discSteps < 0 || *batch <= 0 || *every <= 0:
+		return usagef("--iters %d, --disc-steps %d, --batch %d, --checkpoint-every %d: want non-negative counts and a positive batch and period",
+			*iters, *discSteps, *batch, *every)
+	}
+	if *expert == "" {
+		*expert = datafile.ExpertPath(*offline)
+	}
+	if *bankPath == "" {
+		*bankPath = filepath.Join(*out, "bank.npz")
+	}
+	cfg := def
+	cfg.Iterations, cfg.DiscSteps, cfg.Seed, cfg.CheckpointEvery = *iters, *discSteps, *seed, *every
+	cfg.DICE.Batch, cfg.DICE.InitBatch = *batch, *batch
+
+	data, err := loadTrainingData(*task, *offline, *expert)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "data: %d offline transitions, %d expert states, task %s, layout %s\n",
+		data.Offline.Len(), len(data.Expert)/data.Offline.ObsDim, data.Task, data.Contract.Layout.Name)
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	start := time.Now()
+	ck, err := smodice.Train(ctx, data, cfg, smodice.Options{Dir: *out, Resume: *resume, Progress: stderr, Quiet: *quiet, Logger: log})
+	if ck != nil && errors.Is(err, context.Canceled) {
+		fmt.Fprintf(stdout, "interrupted after iteration %d; checkpoint in %s (continue with --resume)\n", ck.DICE.Iteration, *out)
+	}
+	if errors.Is(err, smodice.ErrRunExists) {
+		return fmt.Errorf("%w (pass --resume to continue that run, or choose another --out)", err)
+	}
+	if err != nil {
+		return err
+	}
+	printRun(stdout, ck, time.Since(start))
+	return exportBank(stdout, ck, *bankPath)
+}
+
+// loadTrainingData reads both archives and prepares them, checking
+// everything before any training.
+func loadTrainingData(task, offline, expert string) (*smodice.Data, error) {
+	off, err := datafile.ReadOffline(offline)
+	if err != nil {
+		return nil, err
+	}
+	exp, err := datafile.ReadExpert(expert)
+	if err != nil {
+		return nil, err
+	}
+	in, err := smodice.FromFiles(task, off, exp)
+	if err != nil {
+		return nil, err
+	}
+	return smodice.Prepare(in)
+}
+
+func printRun(w io.Writer, ck *smodice.Checkpoint, elapsed time.Duration) {
+	r := ck.Disc
+	fmt.Fprintf(w, "discriminator: held-out accuracy %.3f (expert %.3f, offline %.3f), logits [%.2f, %.2f], %.1f%% clipped\n",
+		r.HeldOutAccuracy, r.HeldOutExpertAccuracy, r.HeldOutOfflineAccuracy, r.LogitMin, r.LogitMax, 100*r.ClippedFraction)
+	e := ck.Estimate
+	fmt.Fprintf(w, "iteration %d: ESS %.0f, max w %.3g, KL %.3f, constraint %.3f, expert mass %.3f (%v this session)\n",
+		ck.DICE.Iteration, e.Weights.ESS, e.Weights.Max, e.Weights.KL, e.Constraint, e.ExpertMass, elapsed.Round(time.Millisecond))
+}
+
+func exportBank(w io.Writer, ck *smodice.Checkpoint, path string) error {
+	bank, err := ck.Bank()
+	if err != nil {
+		return err
+	}
+	if err := skills.WriteBank(path, bank); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "bank: %s (latent %q, iteration %d)\n", path, smodice.ExpertLatentName, ck.DICE.Iteration)
+	return nil
+}

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dualforce/dualforce/skills"
+	"github.com/dualforce/dualforce/trainer/bc"
+	"github.com/dualforce/dualforce/trainer/datafile"
+	"github.com/dualforce/dualforce/trainer/smodice"
+	"github.com/dualforce/dualforce/trainer/smodice/smodicetest"
+)
+
+// writeSynthetic writes the small synthetic task's archives into dir and
+// returns the offline file's path (the expert file sits next to it).
+func writeSynthetic(t *testing.T, dir string) string {
+	t.Helper()
+	off, exp := smodicetest.Datasets(t, smodicetest.Small, 1)
+	path := filepath.Join(dir, "synthetic.npz")
+	if err := datafile.WriteOffline(path, off); err != nil {
+		t.Fatal(err)
+	}
+	if err := datafile.WriteExpert(datafile.ExpertPath(path), exp); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func mustRun(t *testing.T, args ...string) string {
+	t.Helper()
+	code, stdout, stderr := dualforce(args...)
+	if code != 0 {
+		t.Fatalf("dualforce %s exited %d:\n%s%s", strings.Join(args, " "), code, stdout, stderr)
+	}
+	return stdout
+}
+
+// TestTrainResumeExport trains through the command line, checks that an
+// interrupted-and-resumed run writes the very same bank as a straight one,
+// and that export of the checkpoint writes it too.
+func TestTrainResumeExport(t *testing.T) {
+	dir := t.TempDir()
+	data := writeSynthetic(t, dir)
+	common := []string{"train", "smodice", "--offline", data, "--disc-steps", "30", "--batch", "64", "--checkpoint-every", "5", "--quiet"}
+
+	straight := filepath.Join(dir, "straight")
+	out := mustRun(t, append(common, "--out", straight, "--iters", "12")...)
+	t.Log(out)
+	for _, want := range []string{"discriminator: held-out accuracy", "iteration 12: ESS", "bank: " + filepath.Join(straight, "bank.npz")} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("train printed %q, missing %q", out, want)
+		}
+	}
+	for _, f := range []string{smodice.MetricsFile, smodice.DiscFile, smodice.LossesPlot, smodice.ESSPlot, smodice.KLPlot, smodice.CheckpointFile, "bank.npz"} {
+		if _, err := os.Stat(filepath.Join(straight, f)); err != nil {
+			t.Errorf("run directory lacks %s", f)
+		}
+	}
+
+	split := filepath.Join(dir, "split")
+	mustRun(t, append(common, "--out", split, "--iters", "7")...)
+	if code, _, stderr := dualforce(append(common, "--out", split, "--iters", "12")...); code != 1 || !strings.Contains(stderr, "--resume") {
+		t.Fatalf("second run into a used directory exited %d: %s", code, stderr)
+	}
+	mustRun(t, append(common, "--out", split, "--iters", "12", "--resume")...)
+	want, _ := os.ReadFile(filepath.Join(straight, "bank.npz"))
+	got, _ := os.ReadFile(filepath.Join(split, "bank.npz"))
+	if len(want) == 0 || !bytes.Equal(got, want) {
+		t.Fatal("resumed run wrote another bank than the straight one")
+	}
+
+	exported := filepath.Join(dir, "exported.npz")
+	mustRun(t, "export", "--checkpoint", straight, "--out", exported)
+	if got, _ := os.ReadFile(exported); !bytes.Equal(got, want) {
+		t.Fatal("export of the checkpoint differs from the bank written by train")
+	}
+	bank, err := skills.ReadBank(exported)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bank.ByName(smodice.ExpertLatentName); err != nil || bank.Contract.Layout.Name != skills.LayoutLocomotion48 {
+		t.Fatalf("exported bank: %v, layout %q", err, bank.Contract.Layout.Name)
+	}
+}
+
+func TestFitBC(t *testing.T) {
+	dir := t.TempDir()
+	data := writeSynthetic(t, dir)
+	out := filepath.Join(dir, "bc.npz")
+	stdout := mustRun(t, "fit", "bc", "--offline", data, "--mode", "expert", "--out", out, "--steps", "50", "--batch", "128", "--quiet")
+	t.Log(stdout)
+	bank, err := skills.ReadBank(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := bank.ByName(smodicetest.ExpertMode + " fit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bank.ByTags(bc.Tag)) != 1 || bank.Producer != bc.Producer || !strings.Contains(stdout, `"synthetic-trot fit"`) {
+		t.Fatalf("bank latent %+v, producer %q", *s.Info, bank.Producer)
+	}
+}
+
+func TestTrainingCommandsRefuseBadInput(t *testing.T) {
+	dir := t.TempDir()
+	data := writeSynthetic(t, dir)
+	run := filepath.Join(dir, "run")
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"no method", []string{"train"}, 2, "missing method"},
+		{"unknown method", []string{"train", "dualforce"}, 2, "unknown training method"},
+		{"no out", []string{"train", "smodice", "--offline", data}, 2, "--offline and --out are required"},
+		{"zero batch", []string{"train", "smodice", "--offline", data, "--out", run, "--batch", "0"}, 2, "positive batch"},
+		{"missing file", []string{"train", "smodice", "--offline", filepath.Join(dir, "nope.npz"), "--out", run}, 1, "no such file"},
+		{"missing expert", []string{"train", "smodice", "--offline", data, "--expert", data + ".none", "--out", run}, 1, "no such file"},
+		{"offline file as expert", []string{"train", "smodice", "--offline", data, "--expert", data, "--out", run}, 1, "kind"},
+		{"layout is not the task's", []string{"train", "smodice", "--offline", data, "--out", run, "--task", "navigation"}, 1, "does not match the task"},
+		{"unknown task", []string{"train", "smodice", "--offline", data, "--out", run, "--task", "swim"}, 1, "unknown task"},
+		{"export without checkpoint", []string{"export", "--checkpoint", dir, "--out", filepath.Join(dir, "b.npz")}, 1, "no such file"},
+		{"export of a non-checkpoint", []string{"export", "--checkpoint", data, "--out", filepath.Join(dir, "b.npz")}, 1, "bad checkpoint"},
+		{"bc of an unknown mode", []string{"fit", "bc", "--offline", data, "--mode", "moonwalk", "--out", filepath.Join(dir, "b.npz")}, 1, "modes: synthetic-trot, random, drift"},
+		{"bc for another task", []string{"fit", "bc", "--offline", data, "--task", "navigation", "--out", filepath.Join(dir, "b.npz")}, 1, "does not match the task"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := dualforce(tc.args...)
+			t.Log(strings.TrimSpace(stderr))
+			if code != tc.code || !strings.Contains(stderr, tc.stderr) {
+				t.Fatalf("exit %d, stderr %q; want %d and %q", code, stderr, tc.code, tc.stderr)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(run, smodice.CheckpointFile)); err == nil {
+		t.Fatal("a refused run left a checkpoint")
+	}
+}
