@@ -196,6 +196,13 @@ func TestSignals(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
+			// A failed assertion below must not leave the simulator running after the test.
+			t.Cleanup(func() {
+				if cmd.ProcessState == nil {
+					_ = cmd.Process.Kill()
+					_ = cmd.Wait()
+				}
+			})
 			lines := make(chan string, 64)
 			var out strings.Builder
 			var mu sync.Mutex
