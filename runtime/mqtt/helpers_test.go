@@ -2,28 +2,19 @@ package mqtt
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
-	"fmt"
 	"io"
 	"log/slog"
-	"math/big"
-	"net"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
+
+	"github.com/dualforce/dualforce/runtime/mqtt/mqtttest"
 )
 
 const testRobot = "r1"
@@ -209,170 +200,42 @@ type certFiles struct{ ca, cert, key string }
 
 func newCerts(t testing.TB) certFiles {
 	t.Helper()
-	dir := t.TempDir()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "solo test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caCert, _ := x509.ParseCertificate(caDER)
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "localhost"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := certFiles{filepath.Join(dir, "ca.pem"), filepath.Join(dir, "server.pem"), filepath.Join(dir, "server.key")}
-	for path, block := range map[string]*pem.Block{
-		files.ca: {Type: "CERTIFICATE", Bytes: caDER}, files.cert: {Type: "CERTIFICATE", Bytes: der},
-		files.key: {Type: "EC PRIVATE KEY", Bytes: keyDER},
-	} {
-		if err := os.WriteFile(path, pem.EncodeToMemory(block), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return files
+	c := mqtttest.NewCerts(t)
+	return certFiles{c.CA, c.Cert, c.Key}
 }
 
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// mosquitto is a real mosquitto broker the test starts, kills and restarts
-// on a fixed loopback port, with TLS, a password file and the ACL of
-// testdata/mosquitto.acl.
+// mosquitto is mqtttest's real mosquitto (TLS, a password file, the ACL of
+// testdata/mosquitto.acl) in the shape this package's tests use.
 type mosquitto struct {
-	t     testing.TB
-	dir   string
+	*mqtttest.Mosquitto
 	port  int
 	certs certFiles
-	cmd   *exec.Cmd
-	log   *os.File
 }
 
 // Accounts in the mosquitto password file: the robot (its username is the
 // robot id, as the ACL wants) and an operator.
 var (
-	robotAccount    = Credentials{testRobot, "robot-pass"}
-	operatorAccount = Credentials{"op", "op-pass"}
+	robotAccount    = Credentials(mqtttest.Robot(testRobot))
+	operatorAccount = Credentials(mqtttest.Operator)
 )
 
 func startMosquitto(t testing.TB) *mosquitto {
 	t.Helper()
-	for _, bin := range []string{"mosquitto", "mosquitto_passwd", "mosquitto_pub", "mosquitto_sub"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("%s not installed (apt-get install mosquitto mosquitto-clients): %v", bin, err)
-		}
-	}
-	m := &mosquitto{t: t, dir: t.TempDir(), port: freePort(t), certs: newCerts(t)}
-	passwd := filepath.Join(m.dir, "passwd")
-	for i, acct := range []Credentials{robotAccount, operatorAccount} {
-		args := []string{"-b", passwd, acct.Username, acct.Password}
-		if i == 0 {
-			args = append([]string{"-c"}, args...)
-		}
-		if out, err := exec.Command("mosquitto_passwd", args...).CombinedOutput(); err != nil {
-			t.Fatalf("mosquitto_passwd: %v: %s", err, out)
-		}
-	}
-	acl, err := filepath.Abs("testdata/mosquitto.acl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	conf := fmt.Sprintf(`user root
-per_listener_settings false
-allow_anonymous false
-password_file %s
-acl_file %s
-persistence false
-set_tcp_nodelay true
-log_dest stderr
-log_type error
-log_type warning
-listener %d 127.0.0.1
-cafile %s
-certfile %s
-keyfile %s
-`, passwd, acl, m.port, m.certs.ca, m.certs.cert, m.certs.key)
-	if err := os.WriteFile(filepath.Join(m.dir, "mosquitto.conf"), []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if m.log, err = os.Create(filepath.Join(m.dir, "mosquitto.log")); err != nil {
-		t.Fatal(err)
-	}
-	m.start()
-	t.Cleanup(func() {
-		m.kill()
-		if t.Failed() {
-			out, _ := os.ReadFile(m.log.Name())
-			t.Logf("mosquitto log:\n%s", out)
-		}
-		m.log.Close()
-	})
-	return m
+	m := mqtttest.Start(t, mqtttest.Options{Accounts: []mqtttest.Account{mqtttest.Account(robotAccount), mqtttest.Account(operatorAccount)}})
+	return &mosquitto{Mosquitto: m, port: m.Port(), certs: certFiles{m.Certs.CA, m.Certs.Cert, m.Certs.Key}}
 }
 
-func (m *mosquitto) url() string { return fmt.Sprintf("ssl://127.0.0.1:%d", m.port) }
+func (m *mosquitto) url() string { return m.URL() }
 
 func (m *mosquitto) tls() TLSFiles { return TLSFiles{CAFile: m.certs.ca} }
 
-func (m *mosquitto) start() {
-	m.t.Helper()
-	m.cmd = exec.Command("mosquitto", "-c", filepath.Join(m.dir, "mosquitto.conf"))
-	m.cmd.Stdout, m.cmd.Stderr = m.log, m.log
-	if err := m.cmd.Start(); err != nil {
-		m.t.Fatalf("starting mosquitto: %v", err)
-	}
-	eventually(m.t, 5*time.Second, "mosquitto to listen", func() bool {
-		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", m.port))
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	})
-}
+func (m *mosquitto) start() { m.Restart() }
 
-// kill stops mosquitto the hard way, as a crash or power loss would.
-func (m *mosquitto) kill() {
-	if m.cmd == nil {
-		return
-	}
-	_ = m.cmd.Process.Kill()
-	_ = m.cmd.Wait()
-	m.cmd = nil
-}
+func (m *mosquitto) kill() { m.Kill() }
 
 // client runs mosquitto_pub or mosquitto_sub as the operator over TLS.
 func (m *mosquitto) client(ctx context.Context, tool string, args ...string) *exec.Cmd {
-	base := []string{"-h", "127.0.0.1", "-p", fmt.Sprint(m.port), "--cafile", m.certs.ca,
-		"-u", operatorAccount.Username, "-P", operatorAccount.Password, "-V", "mqttv311"}
-	return exec.CommandContext(ctx, tool, append(base, args...)...)
+	return m.Command(ctx, mqtttest.Operator, tool, args...)
 }
 
 func (m *mosquitto) clientTLS(t testing.TB) *tls.Config {
