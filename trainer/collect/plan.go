@@ -283,6 +283,11 @@ func (p *Plan) validate() error {
 	if err := p.Contract.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrPlan, err)
 	}
+	if p.Contract.PolicyHz != skills.DefaultPolicyHz || p.Contract.LinkHz != skills.DefaultLinkHz {
+		// The behaviours step their gaits by behave.PolicyPeriod and the simulator by 1 ms.
+		return fmt.Errorf("%w: contract rates %d Hz policy, %d Hz link; the behaviours run at %d and %d",
+			ErrPlan, p.Contract.PolicyHz, p.Contract.LinkHz, skills.DefaultPolicyHz, skills.DefaultLinkHz)
+	}
 	s, err := worlds.Builtin(p.Task.World)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrPlan, err)

@@ -232,6 +232,10 @@ func writeArchive(path string, m *Manifest, members []member) (err error) {
 	if err = bw.Flush(); err != nil {
 		return fmt.Errorf("datafile: write %s: %w", path, err)
 	}
+	// os.CreateTemp makes the file private; a dataset is as readable as any file written here.
+	if err = tmp.Chmod(0o644); err != nil {
+		return fmt.Errorf("datafile: chmod %s: %w", path, err)
+	}
 	if err = tmp.Sync(); err != nil {
 		return fmt.Errorf("datafile: sync %s: %w", path, err)
 	}

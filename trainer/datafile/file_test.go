@@ -62,6 +62,9 @@ func TestRoundTrip(t *testing.T) {
 					t.Fatalf("ReadManifest(%s) = %+v, %v", p, m, err)
 				}
 			}
+			if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o644 {
+				t.Fatalf("archive mode %v, %v; want 0644", st.Mode(), err)
+			}
 			entries, _ := os.ReadDir(dir)
 			if len(entries) != 2 {
 				t.Fatalf("directory holds %d entries, want the two archives only (no temp files)", len(entries))

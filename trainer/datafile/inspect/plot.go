@@ -236,6 +236,10 @@ func WritePNG(file string, o *datafile.Offline) (err error) {
 	if _, err = tmp.Write(data); err != nil {
 		return fmt.Errorf("inspect: write %s: %w", file, err)
 	}
+	// os.CreateTemp makes the file private; a dataset is as readable as any file written here.
+	if err = tmp.Chmod(0o644); err != nil {
+		return fmt.Errorf("inspect: chmod %s: %w", file, err)
+	}
 	if err = tmp.Sync(); err != nil {
 		return fmt.Errorf("inspect: sync %s: %w", file, err)
 	}
