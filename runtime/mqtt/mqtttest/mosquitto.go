@@ -53,16 +53,26 @@ type Mosquitto struct {
 }
 
 // Tools are the binaries Start needs (Debian packages mosquitto,
-// mosquitto-clients and coreutils): stdbuf makes mosquitto_sub write each
-// line as it happens rather than when its stdio buffer fills.
-var Tools = []string{"mosquitto", "mosquitto_passwd", "mosquitto_pub", "mosquitto_sub", "stdbuf"}
+// mosquitto-clients, coreutils and util-linux): stdbuf makes mosquitto_sub
+// write each line as it happens rather than when its stdio buffer fills,
+// and chrt runs every process the harness starts under ordinary scheduling.
+var Tools = []string{"mosquitto", "mosquitto_passwd", "mosquitto_pub", "mosquitto_sub", "stdbuf", "chrt"}
+
+// ordinary runs a program under SCHED_OTHER. A child inherits its parent's
+// scheduling policy, and a test of the runtime makes its whole process
+// SCHED_FIFO (hw/clock.RealtimeProcess): without this the broker and the
+// operator's tools would compete with the control loop at its own
+// priority, which they never do on a robot.
+func ordinary(ctx context.Context, program string, args ...string) *exec.Cmd {
+	return exec.CommandContext(ctx, "chrt", append([]string{"--other", "0", program}, args...)...)
+}
 
 // SkipWithoutTools skips the test unless every binary in Tools is installed.
 func SkipWithoutTools(t testing.TB) {
 	t.Helper()
 	for _, bin := range Tools {
 		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("%s not installed (apt-get install mosquitto mosquitto-clients coreutils): %v", bin, err)
+			t.Skipf("%s not installed (apt-get install mosquitto mosquitto-clients coreutils util-linux): %v", bin, err)
 		}
 	}
 }
@@ -87,7 +97,7 @@ func Start(t testing.TB, opts Options) *Mosquitto {
 		if i == 0 {
 			args = append([]string{"-c"}, args...)
 		}
-		if out, err := exec.Command("mosquitto_passwd", args...).CombinedOutput(); err != nil {
+		if out, err := ordinary(context.Background(), "mosquitto_passwd", args...).CombinedOutput(); err != nil {
 			t.Fatalf("mosquitto_passwd: %v: %s", err, out)
 		}
 	}
@@ -166,7 +176,8 @@ func (m *Mosquitto) URL() string { return fmt.Sprintf("ssl://127.0.0.1:%d", m.po
 func (m *Mosquitto) Restart() {
 	m.t.Helper()
 	m.Kill()
-	cmd := exec.Command("mosquitto", "-c", m.conf)
+	// chrt execs mosquitto in its place, so killing the process kills the broker.
+	cmd := ordinary(context.Background(), "mosquitto", "-c", m.conf)
 	cmd.Stdout, cmd.Stderr = m.log, m.log
 	if err := cmd.Start(); err != nil {
 		m.t.Fatalf("starting mosquitto: %v", err)
@@ -208,10 +219,10 @@ func (m *Mosquitto) Kill() {
 }
 
 // Command prepares mosquitto_pub or mosquitto_sub (tool) to talk to the
-// broker over TLS, MQTT 3.1.1, as account as; args follow the connection
-// options.
+// broker over TLS, MQTT 3.1.1, as account as, under ordinary scheduling;
+// args follow the connection options.
 func (m *Mosquitto) Command(ctx context.Context, as Account, tool string, args ...string) *exec.Cmd {
-	return exec.CommandContext(ctx, tool, m.clientArgs(as, args)...)
+	return ordinary(ctx, tool, m.clientArgs(as, args)...)
 }
 
 func (m *Mosquitto) clientArgs(as Account, args []string) []string {

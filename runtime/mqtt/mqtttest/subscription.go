@@ -3,7 +3,6 @@ package mqtttest
 import (
 	"bufio"
 	"context"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -49,7 +48,7 @@ func (m *Mosquitto) Subscribe(t testing.TB, as Account, filter string) *Subscrip
 	// lines are "<retained 0|1> <topic> <payload>" and never start with the
 	// "Client"/"Subscribed" of the debug lines.
 	args := m.clientArgs(as, []string{"-d", "-q", "1", "-t", filter, "-F", "%r %t %p"})
-	cmd := exec.CommandContext(ctx, "stdbuf", append([]string{"-oL", "mosquitto_sub"}, args...)...)
+	cmd := ordinary(ctx, "stdbuf", append([]string{"-oL", "mosquitto_sub"}, args...)...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		cancel()
