@@ -8,6 +8,7 @@ import (
 	"github.com/dualforce/dualforce/hw/board"
 	"github.com/dualforce/dualforce/hw/proto"
 	"github.com/dualforce/dualforce/hw/solo12"
+	"github.com/dualforce/dualforce/runtime/core"
 	"github.com/dualforce/dualforce/runtime/estimator"
 	"github.com/dualforce/dualforce/sim"
 	"github.com/dualforce/dualforce/sim/worlds"
@@ -23,9 +24,9 @@ const sessionID = 1
 var driverMode = (proto.ModeEnableSystem | proto.ModeEnableMotor1 | proto.ModeEnableMotor2).WithTimeout(5)
 
 // maxTargetRate (rad/s) is how fast a commanded joint target may move: the runtime's safety
-// supervisor (runtime/core Limits.MaxTargetRate, default 30 rad/s) slews a new policy target
-// towards it one link tick at a time, so the collector moves the targets the same way.
-const maxTargetRate = 30.0
+// supervisor slews a new policy target towards it one link tick at a time, so the collector moves
+// the targets the same way, at the same rate.
+const maxTargetRate = core.DefaultMaxTargetRate
 
 // maxBringUpTicks bounds the board's init, SPI autodetection, ack and rotor alignment.
 const maxBringUpTicks = 2000
