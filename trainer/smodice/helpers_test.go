@@ -22,7 +22,12 @@ func testConfig() Config {
 // prepared is the small synthetic task, prepared for training.
 func prepared(t testing.TB, seed uint64) *Data {
 	t.Helper()
-	off, exp := smodicetest.Datasets(t, smodicetest.Small, seed)
+	return preparedSized(t, smodicetest.Small, seed)
+}
+
+func preparedSized(t testing.TB, sz smodicetest.Sizes, seed uint64) *Data {
+	t.Helper()
+	off, exp := smodicetest.Datasets(t, sz, seed)
 	in, err := FromFiles("locomotion", off, exp)
 	if err != nil {
 		t.Fatal(err)

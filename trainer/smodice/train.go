@@ -76,6 +76,10 @@ func (c Config) resumable(saved Config) bool {
 	return reflect.DeepEqual(c.withSeeds(), saved.withSeeds())
 }
 
+// plotInterval is the shortest wall time between two drawings of the
+// figures during a run.
+const plotInterval = time.Minute
+
 // Files of a run directory.
 const (
 	CheckpointFile = "checkpoint.ckpt"
@@ -185,18 +189,33 @@ func Train(ctx context.Context, d *Data, cfg Config, opt Options) (*Checkpoint, 
 	}
 	defer mlog.Close()
 
-	save := func() error {
+	lastPlot := time.Now()
+	// save writes a checkpoint; the figures are redrawn at the end of a run
+	// and at most once per plotInterval, since drawing costs more than
+	// many short iterations.
+	save := func(final bool) error {
 		ck.DICE = tr.State()
-		ck.Estimate = d.estimate(tr.Weights(), ck.Reward)
+		ck.Estimate = d.estimate(tr.Weights(), ck.Reward, true)
 		if err := WriteCheckpoint(ckPath, ck); err != nil {
 			return err
 		}
-		return writePlots(opt.Dir)
+		if final || time.Since(lastPlot) >= plotInterval {
+			lastPlot = time.Now()
+			return writePlots(opt.Dir)
+		}
+		return nil
 	}
 	if ck.DICE.RNG == nil { // a fresh run: the first checkpoint holds the discriminator
-		if err := save(); err != nil {
+		if err := save(false); err != nil {
 			return nil, err
 		}
+	}
+
+	finish := func(unsaved bool) error {
+		if unsaved {
+			return save(true)
+		}
+		return writePlots(opt.Dir)
 	}
 
 	bar := metrics.NewBar(opt.Progress, cfg.Iterations, ck.DICE.Iteration, "SMODICE", opt.Quiet)
@@ -204,17 +223,15 @@ func Train(ctx context.Context, d *Data, cfg Config, opt Options) (*Checkpoint, 
 	for it := ck.DICE.Iteration; it < cfg.Iterations; it++ {
 		if ctx.Err() != nil {
 			bar.Finish()
-			if it != saved {
-				if err := save(); err != nil {
-					return nil, err
-				}
+			if err := finish(it != saved); err != nil {
+				return nil, err
 			}
 			log.Info("interrupted", "iteration", it, "checkpoint", ckPath)
 			return ck, ctx.Err()
 		}
 		start := time.Now()
 		diag, w := tr.Iterate()
-		est := d.estimate(w, ck.Reward)
+		est := d.estimate(w, ck.Reward, false)
 		rec := Record{
 			Iteration: diag.Iteration, ValueLoss: metrics.Num(diag.ValueLoss), PolicyLoss: metrics.Num(diag.PolicyLoss),
 			ESS: metrics.Num(est.Weights.ESS), MaxW: metrics.Num(est.Weights.Max), KL: metrics.Num(est.Weights.KL),
@@ -230,17 +247,15 @@ func Train(ctx context.Context, d *Data, cfg Config, opt Options) (*Checkpoint, 
 		bar.Set(diag.Iteration)
 		bar.Describe(fmt.Sprintf("SMODICE ESS %.0f KL %.3f", est.Weights.ESS, est.Weights.KL))
 		if diag.Iteration%cfg.CheckpointEvery == 0 {
-			if err := save(); err != nil {
+			if err := save(false); err != nil {
 				return nil, err
 			}
 			saved = diag.Iteration
 		}
 	}
 	bar.Finish()
-	if saved != cfg.Iterations {
-		if err := save(); err != nil {
-			return nil, err
-		}
+	if err := finish(saved != cfg.Iterations); err != nil {
+		return nil, err
 	}
 	log.Info("SMODICE done", "iterations", cfg.Iterations, "ess", ck.Estimate.Weights.ESS,
 		"kl", ck.Estimate.Weights.KL, "constraint", ck.Estimate.Constraint, "expert_mass", ck.Estimate.ExpertMass)
@@ -290,24 +305,30 @@ func (d *Data) pretrain(ctx context.Context, cfg Config, opt Options, log *slog.
 	}, nil
 }
 
-// estimate summarises the weights w of one iteration.
-func (d *Data) estimate(w []float64, reward []float32) Estimate {
-	est := Estimate{Weights: dice.Summarise(w), Psi: make([]float32, d.FeatureDim), ExpertMass: math.NaN()}
-	f := d.FeatureDim
-	psi := make([]float64, f)
+// estimate summarises the weights w of one iteration; the successor
+// features (an N x features pass) only when withPsi is set, for checkpoints.
+func (d *Data) estimate(w []float64, reward []float32, withPsi bool) Estimate {
+	est := Estimate{Weights: dice.Summarise(w), ExpertMass: math.NaN()}
 	wr := 0.0
 	for i, wi := range w {
 		wr += wi * float64(reward[i])
-		for j, p := range d.Phi[i*f : (i+1)*f] {
-			psi[j] += wi * float64(p)
-		}
-	}
-	for j, p := range psi {
-		est.Psi[j] = float32(p)
 	}
 	est.Constraint = est.Weights.KL - wr
 	if d.IsExpert != nil {
 		est.ExpertMass, _ = dice.ExpertMass(w, d.IsExpert)
+	}
+	if withPsi {
+		f := d.FeatureDim
+		psi := make([]float64, f)
+		for i, wi := range w {
+			for j, p := range d.Phi[i*f : (i+1)*f] {
+				psi[j] += wi * float64(p)
+			}
+		}
+		est.Psi = make([]float32, f)
+		for j, p := range psi {
+			est.Psi[j] = float32(p)
+		}
 	}
 	return est
 }
