@@ -53,7 +53,7 @@ func BenchmarkPolicyStep(b *testing.B) {
 			if err := e.reset(e.robot.StartPose(), settleTicks); err != nil {
 				b.Fatal(err)
 			}
-			tk := task{goal: p.Task.goal(ep.layout), remaining: p.Task.EpisodeSeconds}
+			tk := task{goal: p.Task.Goal(ep.layout), remaining: p.Task.EpisodeSeconds}
 			var a, prev [skills.NumJoints]float32
 			obs := make([]float32, p.Contract.Layout.Dim())
 			b.ReportAllocs()

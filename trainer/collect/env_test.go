@@ -38,7 +38,7 @@ func TestObservationsFollowTheRuntimePath(t *testing.T) {
 		return obs[f.Offset : f.Offset+f.Dim]
 	}
 	obs := make([]float32, l.Dim())
-	goal := p.Task.goal(ep.layout)
+	goal := p.Task.Goal(ep.layout)
 	var prev [skills.NumJoints]float32
 	var worst struct{ q, qd, gyro, gravity, target, height float64 }
 	var velErr2 float64

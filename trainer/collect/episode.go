@@ -64,7 +64,7 @@ func run(e *env, ep *episode, t *Task) (*rollout, error) {
 		rpy:       make([]float32, 0, 3*ep.steps),
 		reachedAt: -1,
 	}
-	tk := task{command: t.Command, goal: t.goal(ep.layout), remaining: t.EpisodeSeconds}
+	tk := task{command: t.Command, goal: t.Goal(ep.layout), remaining: t.EpisodeSeconds}
 	var prev [skills.NumJoints]float32
 	if err := e.observe(&tk, &prev, r.obs[:dim]); err != nil {
 		return nil, fmt.Errorf("collect: first observation: %w", err)
@@ -89,12 +89,12 @@ func run(e *env, ep *episode, t *Task) (*rollout, error) {
 		r.act = append(r.act, a[:]...)
 		r.pos = append(r.pos, float32(st.Pos[0]), float32(st.Pos[1]), float32(st.Pos[2]))
 		r.rpy = append(r.rpy, float32(st.RPY[0]), float32(st.RPY[1]), float32(st.RPY[2]))
-		r.reward = append(r.reward, float32(t.reward(&st, &nst, ep.layout)))
-		if r.reachedAt < 0 && reachedGoal(&nst, ep.layout) {
+		r.reward = append(r.reward, float32(t.Reward(&st, &nst, ep.layout)))
+		if r.reachedAt < 0 && ReachedGoal(&nst, ep.layout) {
 			r.reachedAt = k
 		}
 		st = nst
-		if fallen(&st, ep.layout) {
+		if Fallen(&st, ep.layout) {
 			r.fell = true
 			break
 		}
@@ -104,14 +104,15 @@ func run(e *env, ep *episode, t *Task) (*rollout, error) {
 	return r, nil
 }
 
-// fallen reports a base past the attitude limit or too close to the terrain under it.
-func fallen(s *behave.State, l *worlds.Layout) bool {
+// Fallen reports a base past the attitude limit or too close to the terrain under it: the
+// dataset's terminal states, and a fall in evaluation.
+func Fallen(s *behave.State, l *worlds.Layout) bool {
 	return math.Abs(s.RPY[0]) > fallAttitude || math.Abs(s.RPY[1]) > fallAttitude ||
 		s.Pos[2]-behave.TerrainHeight(l, s.Pos[0], s.Pos[1]) < fallHeight
 }
 
-// reachedGoal reports a base within the goal disc of l (false without a goal).
-func reachedGoal(s *behave.State, l *worlds.Layout) bool {
+// ReachedGoal reports a base within the goal disc of l (false without a goal).
+func ReachedGoal(s *behave.State, l *worlds.Layout) bool {
 	if l == nil || l.Goal == nil {
 		return false
 	}

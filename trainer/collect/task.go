@@ -43,22 +43,23 @@ func (t *Task) RewardDoc() string {
 	return "exp(-(v - command_vx)^2 / tracking_sigma^2), v = base displacement between s and s' along the base heading at s, divided by the 20 ms policy period (ground truth)"
 }
 
-// goal is the navigation goal (world x, y, yaw) of a layout; zero without a goal.
-func (t *Task) goal(l *worlds.Layout) [3]float64 {
+// Goal is the navigation goal (world x, y, yaw) of a layout; zero without a goal.
+func (t *Task) Goal(l *worlds.Layout) [3]float64 {
 	if l == nil || l.Goal == nil {
 		return [3]float64{}
 	}
 	return [3]float64{l.Goal.X, l.Goal.Y, t.GoalYaw}
 }
 
-// reward is the task reward of the transition from s to ns.
-func (t *Task) reward(s, ns *behave.State, l *worlds.Layout) float64 {
+// Reward is the withheld task reward of the transition from s to ns (ground truth), for the
+// dataset and for evaluation alike.
+func (t *Task) Reward(s, ns *behave.State, l *worlds.Layout) float64 {
 	if t.Name == TaskNavigation {
-		g := t.goal(l)
+		g := t.Goal(l)
 		before := math.Hypot(g[0]-s.Pos[0], g[1]-s.Pos[1])
 		after := math.Hypot(g[0]-ns.Pos[0], g[1]-ns.Pos[1])
 		r := t.ProgressScale * (before - after)
-		if reachedGoal(ns, l) {
+		if ReachedGoal(ns, l) {
 			r += t.GoalBonus
 		}
 		return r
