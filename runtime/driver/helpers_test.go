@@ -1,7 +1,6 @@
 package driver
 
 import (
-	"math"
 	"testing"
 	"time"
 
@@ -9,37 +8,13 @@ import (
 	"github.com/dualforce/dualforce/runtime/core"
 	"github.com/dualforce/dualforce/runtime/corebus"
 	"github.com/dualforce/dualforce/skills"
+	"github.com/dualforce/dualforce/skills/skillstest"
 )
 
-const latentDim = 2
-
-// constantBank is a locomotion bank whose single policy outputs action a whatever it sees: a
-// one-layer network with zero weights and the mean rows' bias set to atanh(a).
+// constantBank is a locomotion bank whose single policy outputs action a whatever it sees.
 func constantBank(t testing.TB, a [skills.NumJoints]float32) *skills.Bank {
 	t.Helper()
-	l := skills.Locomotion48()
-	c, err := skills.NewContract(l)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := l.Dim() + latentDim
-	layer := skills.Dense{In: in, Out: 2 * skills.NumJoints, W: make([]float32, in*2*skills.NumJoints), B: make([]float32, 2*skills.NumJoints)}
-	for j := range a {
-		layer.B[j] = float32(math.Atanh(float64(a[j])))
-	}
-	return bankWith(t, c, skills.MLP{Layers: []skills.Dense{layer}})
-}
-
-func bankWith(t testing.TB, c skills.Contract, net skills.MLP) *skills.Bank {
-	t.Helper()
-	b := &skills.Bank{Producer: "driver test", Contract: c, LatentDim: latentDim,
-		Slots: []skills.Slot{{Policy: net}},
-		Latents: []skills.Latent{{Info: skills.LatentInfo{Skill: 0, Name: "constant", OfflinePsi: make([]float32, c.Features.Dim(c.Layout))},
-			Z: make([]float32, latentDim)}}}
-	if err := b.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return skillstest.Constant(t, skillstest.Locomotion(t), a)
 }
 
 // rig is a core driven in lockstep against the emulated board with a first-order plant.

@@ -13,6 +13,7 @@ import (
 	"github.com/dualforce/dualforce/runtime/corebus"
 	"github.com/dualforce/dualforce/runtime/mqtt"
 	"github.com/dualforce/dualforce/skills"
+	"github.com/dualforce/dualforce/skills/skillstest"
 )
 
 func TestPowerOnStandRunStop(t *testing.T) {
@@ -72,17 +73,7 @@ func TestLinkBlackoutDampsWithinOneTickOfBoardTimeout(t *testing.T) {
 }
 
 func TestNaNActionDamps(t *testing.T) {
-	l := skills.Locomotion48()
-	c, _ := skills.NewContract(l)
-	in := l.Dim() + latentDim
-	// Two hidden units at 1e38 each; every mean row adds one and subtracts the other at 1e38 each,
-	// which overflows to +Inf - Inf = NaN although every weight is finite.
-	hidden := skills.Dense{In: in, Out: 2, W: make([]float32, 2*in), B: []float32{1e38, 1e38}, Act: skills.ActReLU}
-	out := skills.Dense{In: 2, Out: 24, W: make([]float32, 48), B: make([]float32, 24)}
-	for row := range 24 {
-		out.W[2*row], out.W[2*row+1] = 1e38, -1e38
-	}
-	r := newRig(t, bankWith(t, c, skills.MLP{Layers: []skills.Dense{hidden, out}}), func(cfg *core.Config) { cfg.AutoRun = true })
+	r := newRig(t, skillstest.NaNAction(t, skillstest.Locomotion(t)), func(cfg *core.Config) { cfg.AutoRun = true })
 	r.until(3000, "fault", func() bool { return r.core.Fault() != "" })
 	if r.core.Fault() != "non_finite" || r.core.Phase() != core.PhaseDamp {
 		t.Fatalf("fault %q phase %v", r.core.Fault(), r.core.Phase())

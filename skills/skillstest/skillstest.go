@@ -1,0 +1,67 @@
+// Package skillstest owns tiny hand-built skill banks for tests of the code that runs banks
+// (the runtime core and its drivers, evaluation): a policy that outputs one constant action
+// whatever it sees, and one whose action overflows to NaN, each wrapped in a one-latent bank
+// that validates.
+package skillstest
+
+import (
+	"math"
+	"testing"
+
+	"github.com/dualforce/dualforce/skills"
+)
+
+// LatentDim is the latent size of the banks built here.
+const LatentDim = 2
+
+// Contract is skills.NewContract of layout l, failing t on error.
+func Contract(t testing.TB, l skills.Layout) skills.Contract {
+	t.Helper()
+	c, err := skills.NewContract(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// Locomotion is the default locomotion contract.
+func Locomotion(t testing.TB) skills.Contract { return Contract(t, skills.Locomotion48()) }
+
+// Constant is a bank under contract c whose single policy outputs action a whatever it sees: a
+// one-layer network with zero weights and the mean rows' bias set to atanh(a).
+func Constant(t testing.TB, c skills.Contract, a [skills.NumJoints]float32) *skills.Bank {
+	t.Helper()
+	in := c.Layout.Dim() + LatentDim
+	layer := skills.Dense{In: in, Out: 2 * skills.NumJoints, W: make([]float32, in*2*skills.NumJoints), B: make([]float32, 2*skills.NumJoints)}
+	for j := range a {
+		layer.B[j] = float32(math.Atanh(float64(a[j])))
+	}
+	return Bank(t, c, skills.MLP{Layers: []skills.Dense{layer}})
+}
+
+// NaNAction is a bank under contract c whose policy's action is NaN although every weight is
+// finite: two hidden units at 1e38 each, and every mean row adds one and subtracts the other at
+// 1e38 each, which overflows to +Inf - Inf.
+func NaNAction(t testing.TB, c skills.Contract) *skills.Bank {
+	t.Helper()
+	in := c.Layout.Dim() + LatentDim
+	hidden := skills.Dense{In: in, Out: 2, W: make([]float32, 2*in), B: []float32{1e38, 1e38}, Act: skills.ActReLU}
+	out := skills.Dense{In: 2, Out: 2 * skills.NumJoints, W: make([]float32, 4*skills.NumJoints), B: make([]float32, 2*skills.NumJoints)}
+	for row := range 2 * skills.NumJoints {
+		out.W[2*row], out.W[2*row+1] = 1e38, -1e38
+	}
+	return Bank(t, c, skills.MLP{Layers: []skills.Dense{hidden, out}})
+}
+
+// Bank wraps policy net in a one-slot, one-latent bank under contract c and validates it.
+func Bank(t testing.TB, c skills.Contract, net skills.MLP) *skills.Bank {
+	t.Helper()
+	b := &skills.Bank{Producer: "skillstest", Contract: c, LatentDim: LatentDim,
+		Slots: []skills.Slot{{Policy: net}},
+		Latents: []skills.Latent{{Info: skills.LatentInfo{Skill: 0, Name: "constant", OfflinePsi: make([]float32, c.Features.Dim(c.Layout))},
+			Z: make([]float32, LatentDim)}}}
+	if err := b.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
