@@ -267,9 +267,17 @@ func (c *Core) emit(e corebus.Event) {
 	c.outbox.Offer(e)
 }
 
-// driverMode enables every motor with index compensation and odri's 5 ms driver timeout.
-const driverMode = proto.ModeEnableSystem | proto.ModeEnableMotor1 | proto.ModeEnableMotor2 |
-	proto.ModeIndexComp1 | proto.ModeIndexComp2 | 5
+// driverMode enables every motor with odri's 5 ms driver timeout, and with index compensation
+// after an index search: calibrated positions count from the index. Under offsets calibration
+// the encoders' current zero is trusted, which index compensation would move to the first
+// index pulse a motor crosses (a whole motor turn, 0.7 rad of joint, off for Solo12).
+func (c *Core) driverMode() proto.Mode {
+	const enable = proto.ModeEnableSystem | proto.ModeEnableMotor1 | proto.ModeEnableMotor2 | 5
+	if c.cfg.Calibration == CalibrateIndex {
+		return enable | proto.ModeIndexComp1 | proto.ModeIndexComp2
+	}
+	return enable
+}
 
 func setModes(cmd *proto.Command, m proto.Mode) {
 	for d := range cmd.Drivers {
@@ -283,7 +291,7 @@ func (c *Core) act(in *Input, out *Output, policyTick bool) {
 	switch c.phase {
 	case PhaseWaitReady:
 		*cmd = proto.Command{}
-		setModes(cmd, driverMode)
+		setModes(cmd, c.driverMode())
 		if in.Fresh && in.Sensor != nil && solo12.Ready(in.Sensor) == solo12.AllJoints {
 			if c.calib != nil {
 				c.enter(PhaseCalibrate, in.Now, reasonReady)
@@ -297,7 +305,7 @@ func (c *Core) act(in *Input, out *Output, policyTick bool) {
 			return
 		}
 		phase, err := c.calib.Step(in.Sensor, cmd)
-		setModes(cmd, driverMode)
+		setModes(cmd, c.driverMode())
 		if err != nil {
 			c.trip(in.Now, faultCalibration, reasonCalibration)
 			c.damping(cmd)
@@ -376,7 +384,7 @@ func (c *Core) track(cmd *proto.Command) {
 		c.jc.ISat[j] = c.limits.MaxCurrent
 	}
 	c.jmap.WriteCommand(&c.jc, cmd)
-	setModes(cmd, driverMode)
+	setModes(cmd, c.driverMode())
 }
 
 // damping is the safety controller: zero references, Kp = 0, Kd = safety damping.
@@ -388,7 +396,7 @@ func (c *Core) damping(cmd *proto.Command) {
 		c.jc.ISat[j] = c.limits.MaxCurrent
 	}
 	c.jmap.WriteCommand(&c.jc, cmd)
-	setModes(cmd, driverMode)
+	setModes(cmd, c.driverMode())
 }
 
 // slew moves the commanded targets towards the policy's at most MaxTargetRate per tick.
