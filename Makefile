@@ -40,7 +40,8 @@ test: setup ## vet and run every test, including the privileged hardware-in-the-
 RUN_SECONDS ?= 0
 RUN_WORLD ?= flat
 # The interim bank of `make run`: behaviour cloning of the scripted expert trot, built on first
-# use (about a minute) and kept in out/. Labelled "expert fit" and tagged "bc" inside the bank.
+# use (about 35 s on 2 idle cores) and kept in out/. Labelled "expert fit" and tagged "bc" inside
+# the bank. One OpenBLAS thread: more fight the Go scheduler for the two cores.
 RUN_BANK := out/bank.npz
 
 run: setup build $(RUN_BANK) ## the main job: simulated Solo12 + the runtime running a skill bank (Ctrl-C stops)
@@ -54,7 +55,7 @@ run: setup build $(RUN_BANK) ## the main job: simulated Solo12 + the runtime run
 $(RUN_BANK):
 	@mkdir -p out/data
 	bin/dualforce collect --task locomotion --scale test --out out/data/locomotion.npz
-	bin/dualforce fit bc --offline out/data/locomotion.npz --mode expert --out $@
+	OPENBLAS_NUM_THREADS=1 bin/dualforce fit bc --offline out/data/locomotion.npz --mode expert --steps 4000 --out $@
 
 bench: setup ## run every benchmark with allocation counts
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(PKGS)

@@ -46,6 +46,10 @@ type Contract struct {
 	Features       Features       `json:"features"`
 	HeightMap      *HeightMapSpec `json:"height_map,omitempty"`      // present iff the layout has height_map
 	EpisodeSeconds float64        `json:"episode_seconds,omitempty"` // scales remaining_time; required iff the layout has it
+	// Command is, for layouts with a command field, the command (vx, vy in m/s, yaw rate in
+	// rad/s) the data carried: a bank's skills were trained under it, so the runtime starts
+	// with it until an operator sends another.
+	Command *[3]float32 `json:"command,omitempty"`
 }
 
 // JointVector is one value per joint in JointNames order. Unlike a plain
@@ -147,6 +151,13 @@ func (c *Contract) Validate() error {
 		check(fmt.Errorf("layout has remaining_time but episode length is %v s", c.EpisodeSeconds))
 	case !hasTime && c.EpisodeSeconds != 0:
 		check(fmt.Errorf("episode length %v s given for a layout without remaining_time", c.EpisodeSeconds))
+	}
+	_, hasCommand := c.Layout.Field(FieldCommand)
+	switch {
+	case c.Command != nil && !hasCommand:
+		check(fmt.Errorf("command %v given for a layout without a command field", *c.Command))
+	case c.Command != nil && !allFinite(c.Command[:]):
+		check(fmt.Errorf("command %v is not finite", *c.Command))
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("%w: %s", ErrInvalidContract, strings.Join(problems, "; "))

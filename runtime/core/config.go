@@ -74,7 +74,8 @@ type Config struct {
 	AutoRun bool
 	// Kp and Kd override the bank's PD gains when non-zero (joint side).
 	Kp, Kd float64
-	// Velocity is the locomotion command before any operator sends one.
+	// Velocity is the locomotion command before any operator sends one; zero takes the command
+	// the bank was trained with (Contract.Command), if it names one.
 	Velocity [3]float64
 	// Goal is the navigation goal (world x, y, yaw) before any operator sends one.
 	Goal [3]float64

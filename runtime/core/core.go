@@ -155,6 +155,9 @@ func New(cfg Config, bank *Loaded) (*Core, error) {
 	}
 	c.setGains(bank)
 	c.catalogue.Store(bank.catalogue)
+	if cmd := bank.Bank.Contract.Command; cmd != nil && cfg.Velocity == [3]float64{} {
+		c.velocity = [3]float64{float64(cmd[0]), float64(cmd[1]), float64(cmd[2])}
+	}
 	if cfg.Calibration == CalibrateIndex {
 		if c.calib, err = solo12.NewCalibrator(cfg.Index); err != nil {
 			return nil, err

@@ -182,6 +182,7 @@ func locomotionPlan(n counts) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.Command = &[3]float32{locomotionSpeed, 0, 0}
 	v := locomotionSpeed
 	turn := 0.4
 	mode := func(name string, s behave.Spec) Mode { return Mode{Name: name, Spec: s} }
