@@ -1,0 +1,24 @@
+// Package eval owns online evaluation: it runs a skill bank's latents in the MuJoCo simulator
+// THROUGH the deployed runtime core, so that what is measured is what the robot would run.
+//
+// A rollout is a world (sim/worlds) with the simulated Solo12 behind its emulated master board
+// (sim/robotboard), the runtime core (runtime/core, offsets calibration with the simulator's
+// power-on joint angles) and the lockstep driver (runtime/driver) stepping both one millisecond
+// at a time; navigation banks get the perception a robot has (mocap pose and height map, sampled
+// at the perception stream's 50 Hz). The core powers the motors on, stands up, holds, and on an
+// operator "run" command runs the latent for the task's episode length.
+//
+// At every policy tick the harness records, from simulator ground truth the runtime never sees,
+// the withheld task reward of trainer/collect (the same function the datasets store), the base
+// pose, velocity and height, and falls (a fault latched by the core's supervisor, or
+// collect.Fallen); from the runtime side, the diversity features phi of the observation the
+// policy saw (the bank's skills.Projector) and the estimator's base velocity, reported against
+// ground truth.
+//
+// Evaluate runs N seeded rollouts per latent on parallel workers, one MuJoCo world per goroutine
+// at a time. Rollout k of every latent draws the same world, start heading and sensor-noise seed
+// from (seed, k), so latents are compared on equal terms and results do not depend on the number
+// of workers: same seed, same numbers, bit for bit. Summaries give per latent the mean and
+// standard deviation of the return, the mean online successor features, the fall rate, the goal
+// rate and the estimator's error; WithOnlineResults writes them back into a copy of the bank.
+package eval

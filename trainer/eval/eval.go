@@ -1,0 +1,368 @@
+package eval
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/dualforce/dualforce/runtime/core"
+	"github.com/dualforce/dualforce/sim"
+	"github.com/dualforce/dualforce/sim/worlds"
+	"github.com/dualforce/dualforce/skills"
+	"github.com/dualforce/dualforce/trainer/collect"
+)
+
+// Config sets up an evaluation. TaskConfig gives the paper's settings for a task.
+type Config struct {
+	// Task is the withheld reward, the locomotion command or navigation goal heading the core
+	// is given, and the episode length; Task.World names the built-in world.
+	Task collect.Task
+	// Scenario is the world to run in (nil: the built-in world Task.World).
+	Scenario *worlds.Scenario
+	// Rollouts per latent, and the master seed every rollout draws from.
+	Rollouts int
+	Seed     uint64
+	// Workers run rollouts side by side, one simulator each (0: GOMAXPROCS).
+	Workers int
+	// StartYaw is the +- range (rad) of the uniform random start heading added to the world's.
+	StartYaw float64
+	// StandUp is the core's stand-up move; Settle how long it then holds the default pose
+	// before the skill is started with an operator "run" command.
+	StandUp, Settle time.Duration
+	// Noise is the simulated sensors' noise.
+	Noise sim.Noise
+	// Discount weights the acting states' features in the online successor features: state k
+	// by Discount^k, normalised. 1 (or 0, the zero value) is the plain mean over the episode.
+	Discount float64
+	// Switching lets the core switch navigation skills when an obstacle blocks the running
+	// one (the runtime's robustness feature); off, each latent is measured on its own.
+	Switching bool
+	// Features is phi (nil: the first subject's bank's), one projection for every subject so
+	// that their successor features are comparable.
+	Features *skills.Features
+	// Traces keeps every rollout's per-tick series (Rollout.Trace).
+	Traces bool
+	// Core adjusts the core's configuration after the harness has set it up (tests: limits).
+	Core func(*core.Config)
+	// Progress, if set, is called after every finished rollout with the rollouts done and the
+	// total; calls are serialised.
+	Progress func(done, total int)
+}
+
+// Default timing of the run-up to a skill.
+const (
+	DefaultStandUp = 2 * time.Second
+	DefaultSettle  = 500 * time.Millisecond
+)
+
+// TaskConfig returns the evaluation settings of a task (collect.TaskLocomotion or
+// collect.TaskNavigation): the task and start-heading range of its paper-scale dataset plan,
+// 30 rollouts, the default stand-up and settle times.
+func TaskConfig(task string) (Config, error) {
+	p, err := collect.NewPlan(task, collect.ScalePaper, 0)
+	if err != nil {
+		return Config{}, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return Config{Task: p.Task, Rollouts: 30, StartYaw: p.StartYaw, StandUp: DefaultStandUp, Settle: DefaultSettle}, nil
+}
+
+// ErrConfig reports an evaluation that cannot run as configured.
+var ErrConfig = errors.New("eval: bad config")
+
+func (c *Config) discount() float64 {
+	if c.Discount == 0 {
+		return 1
+	}
+	return c.Discount
+}
+
+// steps is the number of policy steps of a full episode.
+func (c *Config) steps() int {
+	return int(math.Round(c.Task.EpisodeSeconds * skills.DefaultPolicyHz))
+}
+
+// taskLayouts is the observation layout each task's banks are in.
+var taskLayouts = map[string]string{
+	collect.TaskLocomotion: skills.Locomotion48().Name,
+	collect.TaskNavigation: skills.Navigation171().Name,
+}
+
+func (c *Config) validate(subjects []Subject) error {
+	bad := func(format string, a ...any) error { return fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, a...)) }
+	layout, ok := taskLayouts[c.Task.Name]
+	switch {
+	case !ok:
+		return bad("task %q: want %s or %s", c.Task.Name, collect.TaskLocomotion, collect.TaskNavigation)
+	case c.Rollouts < 1:
+		return bad("%d rollouts per latent", c.Rollouts)
+	case !(c.Task.EpisodeSeconds > 0) || c.steps() < 1:
+		return bad("episode of %v s: want at least one policy step", c.Task.EpisodeSeconds)
+	case c.Workers < 0:
+		return bad("%d workers", c.Workers)
+	case !(c.StandUp > 0) || c.Settle < 0:
+		return bad("stand-up %v and settle %v: want a positive stand-up and a non-negative settle", c.StandUp, c.Settle)
+	case !(c.Discount >= 0 && c.Discount <= 1):
+		return bad("discount %v outside [0, 1]", c.Discount)
+	case math.IsNaN(c.StartYaw) || math.IsInf(c.StartYaw, 0):
+		return bad("start heading range %v", c.StartYaw)
+	case len(subjects) == 0:
+		return bad("nothing to evaluate")
+	}
+	for i, s := range subjects {
+		if s.Bank == nil {
+			return bad("subject %d (%s) has no bank", i, s.Label)
+		}
+		if s.Latent < 0 || s.Latent >= len(s.Bank.Latents) {
+			return bad("subject %d (%s): latent %d of %d", i, s.Label, s.Latent, len(s.Bank.Latents))
+		}
+		if got := s.Bank.Contract.Layout.Name; got != layout {
+			return bad("subject %d (%s): a %q bank cannot run the %s task (layout %q)", i, s.Label, got, c.Task.Name, layout)
+		}
+		if s.Bank.Contract.PolicyHz != skills.DefaultPolicyHz {
+			return bad("subject %d (%s): policy rate %d Hz; the task rewards are measured at %d Hz", i, s.Label, s.Bank.Contract.PolicyHz, skills.DefaultPolicyHz)
+		}
+	}
+	return nil
+}
+
+// Subject is one latent of one bank to evaluate.
+type Subject struct {
+	Label  string
+	Bank   *skills.Bank
+	Latent int
+}
+
+// Latents lists every latent of b as a subject, labelled by name (or skill and iteration).
+func Latents(b *skills.Bank) []Subject {
+	out := make([]Subject, len(b.Latents))
+	for i, l := range b.Latents {
+		label := l.Info.Name
+		if label == "" {
+			label = fmt.Sprintf("skill%d-iter%d", l.Info.Skill, l.Info.Iteration)
+		}
+		out[i] = Subject{Label: label, Bank: b, Latent: i}
+	}
+	return out
+}
+
+// Summary is one subject's evaluation.
+type Summary struct {
+	Label     string   `json:"label"`
+	Latent    int      `json:"latent"`
+	Skill     int      `json:"skill"`
+	Iteration int      `json:"iteration"`
+	Tags      []string `json:"tags,omitempty"`
+	// MeanReturn and StdReturn (sample standard deviation) of the rollouts' returns.
+	MeanReturn float64 `json:"mean_return"`
+	StdReturn  float64 `json:"std_return"`
+	// FallRate and GoalRate are the fractions of rollouts that fell and that reached the goal.
+	FallRate  float64 `json:"fall_rate"`
+	GoalRate  float64 `json:"goal_rate"`
+	MeanSteps float64 `json:"mean_steps"`
+	// Psi is the mean online successor features; OfflinePsi the bank's offline estimate.
+	Psi        []float64 `json:"psi"`
+	OfflinePsi []float32 `json:"offline_psi"`
+	// VelRMSE is the mean over rollouts of the estimator's velocity error (m/s, base frame).
+	VelRMSE     [3]float64 `json:"estimator_vel_rmse"`
+	VelRMSENorm float64    `json:"estimator_vel_rmse_norm"`
+	// Passed is the >= fraction-of-the-expert filter, set by Result.Filter.
+	Passed   *bool     `json:"passed_filter,omitempty"`
+	Rollouts []Rollout `json:"rollouts"`
+}
+
+// Result is a whole evaluation.
+type Result struct {
+	Task           string   `json:"task"`
+	World          string   `json:"world"`
+	Seed           uint64   `json:"seed"`
+	Rollouts       int      `json:"rollouts_per_latent"`
+	EpisodeSeconds float64  `json:"episode_seconds"`
+	Discount       float64  `json:"sf_discount"`
+	Features       []string `json:"features"`
+	// Subjects in the order given; Distances[i][j] = ||Psi_i - Psi_j||.
+	Subjects  []Summary   `json:"subjects"`
+	Distances [][]float64 `json:"sf_distances"`
+	// PolicySteps run in all; Seconds of wall time they took.
+	PolicySteps int     `json:"policy_steps"`
+	Seconds     float64 `json:"seconds"`
+	// FilterReference and FilterFraction record the filter applied, if any.
+	FilterReference *int    `json:"filter_reference,omitempty"`
+	FilterFraction  float64 `json:"filter_fraction,omitempty"`
+}
+
+// Evaluate runs cfg.Rollouts rollouts of every subject and summarises them. The result depends
+// only on cfg and the subjects, not on the number of workers.
+func Evaluate(ctx context.Context, cfg Config, subjects []Subject) (*Result, error) {
+	if err := cfg.validate(subjects); err != nil {
+		return nil, err
+	}
+	scenario := cfg.Scenario
+	if scenario == nil {
+		s, err := worlds.Builtin(cfg.Task.World)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		scenario = s
+	}
+	features := subjects[0].Bank.Contract.Features
+	if cfg.Features != nil {
+		features = *cfg.Features
+	}
+	projector, err := skills.NewProjector(subjects[0].Bank.Contract.Layout, features)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	jobs := make([]job, 0, len(subjects)*cfg.Rollouts)
+	for _, s := range subjects {
+		for k := range cfg.Rollouts {
+			jobs = append(jobs, job{cfg: &cfg, subject: s, scenario: scenario, projector: projector, obsStats: s.Bank.Contract.Normaliser, index: k})
+		}
+	}
+	start := time.Now()
+	rollouts, err := runJobs(ctx, &cfg, jobs)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{
+		Task: cfg.Task.Name, World: scenario.Name, Seed: cfg.Seed, Rollouts: cfg.Rollouts,
+		EpisodeSeconds: cfg.Task.EpisodeSeconds, Discount: cfg.discount(), Features: features.Fields,
+		Seconds: time.Since(start).Seconds(),
+	}
+	for i, s := range subjects {
+		runs := rollouts[i*cfg.Rollouts : (i+1)*cfg.Rollouts]
+		res.Subjects = append(res.Subjects, summarise(s, runs, projector.Dim()))
+		for _, r := range runs {
+			res.PolicySteps += r.Steps
+		}
+	}
+	res.Distances = distances(res.Subjects)
+	return res, nil
+}
+
+// runJobs runs the jobs on parallel workers; results are in job order.
+func runJobs(ctx context.Context, cfg *Config, jobs []job) ([]Rollout, error) {
+	workers := cfg.Workers
+	if workers == 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = min(workers, len(jobs))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	out := make([]Rollout, len(jobs))
+	next := make(chan int)
+	var (
+		mu       sync.Mutex
+		firstErr error
+		done     int
+		wg       sync.WaitGroup
+	)
+	for range workers {
+		wg.Go(func() {
+			for i := range next {
+				r, err := jobs[i].run(ctx)
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = fmt.Errorf("eval: %s rollout %d: %w", jobs[i].subject.Label, jobs[i].index, err)
+					cancel()
+				}
+				out[i] = r
+				done++
+				if err == nil && cfg.Progress != nil {
+					cfg.Progress(done, len(jobs))
+				}
+				mu.Unlock()
+			}
+		})
+	}
+feed:
+	for i := range jobs {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func summarise(s Subject, runs []Rollout, featDim int) Summary {
+	info := &s.Bank.Latents[s.Latent].Info
+	sum := Summary{
+		Label: s.Label, Latent: s.Latent, Skill: info.Skill, Iteration: info.Iteration, Tags: info.Tags,
+		Psi: make([]float64, featDim), OfflinePsi: info.OfflinePsi, Rollouts: runs,
+	}
+	n := float64(len(runs))
+	for _, r := range runs {
+		sum.MeanReturn += r.Return / n
+		sum.MeanSteps += float64(r.Steps) / n
+		if r.Fell {
+			sum.FallRate += 1 / n
+		}
+		if r.GoalStep >= 0 {
+			sum.GoalRate += 1 / n
+		}
+		for i, v := range r.Psi {
+			sum.Psi[i] += v / n
+		}
+		for a := range 3 {
+			sum.VelRMSE[a] += r.VelRMSE[a] / n
+		}
+		sum.VelRMSENorm += r.VelRMSENorm / n
+	}
+	if len(runs) > 1 {
+		ss := 0.0
+		for _, r := range runs {
+			d := r.Return - sum.MeanReturn
+			ss += d * d
+		}
+		sum.StdReturn = math.Sqrt(ss / (n - 1))
+	}
+	return sum
+}
+
+// distances is the pairwise l2 distance matrix of the subjects' online successor features.
+func distances(subjects []Summary) [][]float64 {
+	d := make([][]float64, len(subjects))
+	for i := range subjects {
+		d[i] = make([]float64, len(subjects))
+		for j := range subjects {
+			ss := 0.0
+			for k, v := range subjects[i].Psi {
+				e := v - subjects[j].Psi[k]
+				ss += e * e
+			}
+			d[i][j] = math.Sqrt(ss)
+		}
+	}
+	return d
+}
+
+// Filter marks every subject that reaches at least fraction of subject ref's mean return (the
+// paper keeps latents with >= 50% of the SMODICE-expert's). The reference is marked too.
+func (r *Result) Filter(ref int, fraction float64) error {
+	if ref < 0 || ref >= len(r.Subjects) {
+		return fmt.Errorf("%w: filter reference %d of %d subjects", ErrConfig, ref, len(r.Subjects))
+	}
+	if math.IsNaN(fraction) || math.IsInf(fraction, 0) {
+		return fmt.Errorf("%w: filter fraction %v", ErrConfig, fraction)
+	}
+	bar := fraction * r.Subjects[ref].MeanReturn
+	for i := range r.Subjects {
+		ok := r.Subjects[i].MeanReturn >= bar
+		r.Subjects[i].Passed = &ok
+	}
+	r.FilterReference, r.FilterFraction = &ref, fraction
+	return nil
+}

@@ -1,0 +1,263 @@
+package eval
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"image/png"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/dualforce/dualforce/runtime/core"
+	"github.com/dualforce/dualforce/sim"
+	"github.com/dualforce/dualforce/skills"
+	"github.com/dualforce/dualforce/skills/skillstest"
+	"github.com/dualforce/dualforce/trainer/collect"
+)
+
+// Estimator accuracy while the runtime trots the robot with a fitted bank: the estimator runs
+// inside the core on the board's sensor packets, ground truth comes from MuJoCo.
+func TestEstimatorWhileTrotting(t *testing.T) {
+	bank := trotBank(t)
+	cfg := shortConfig(t, 2, 4)
+	cfg.Traces = true
+	res, err := Evaluate(t.Context(), cfg, Latents(bank))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := res.Subjects[0]
+	t.Logf("%s: return %.1f ± %.1f of %d steps, falls %.0f%%; estimator base velocity RMSE %.4f m/s (x %.4f, y %.4f, z %.4f)",
+		s.Label, s.MeanReturn, s.StdReturn, cfg.steps(), 100*s.FallRate, s.VelRMSENorm, s.VelRMSE[0], s.VelRMSE[1], s.VelRMSE[2])
+	for _, r := range s.Rollouts {
+		d := walkedDistance(&r)
+		t.Logf("  rollout seed %#x: return %.1f, walked %.2f m, mean forward speed %.3f m/s", r.Seed, r.Return, d, d/cfg.Task.EpisodeSeconds)
+		if r.Fell || d < 0.5 {
+			t.Fatalf("the fitted bank does not trot: fell %v, %.2f m in %v s", r.Fell, d, cfg.Task.EpisodeSeconds)
+		}
+	}
+	// Goal < 0.1 m/s; measured 0.047-0.051 (z dominates: the stance-foot odometry misses the
+	// body's bounce), x 0.018-0.023.
+	if s.VelRMSENorm > 0.08 || math.Hypot(s.VelRMSE[0], s.VelRMSE[1]) > 0.05 {
+		t.Fatalf("estimator RMSE %.4f m/s (planar %.4f)", s.VelRMSENorm, math.Hypot(s.VelRMSE[0], s.VelRMSE[1]))
+	}
+	if s.MeanReturn < 0.5*float64(cfg.steps()) {
+		t.Fatalf("mean return %.1f of at most %d: the commanded 0.3 m/s is not tracked", s.MeanReturn, cfg.steps())
+	}
+}
+
+// Same seed, same numbers, bit for bit, whatever the number of workers; another seed differs.
+func TestEvaluateIsDeterministic(t *testing.T) {
+	bank := trotBank(t)
+	subjects := Latents(bank)
+	subjects = append(subjects, Subject{Label: "still", Bank: constantBank(t, [skills.NumJoints]float32{}), Latent: 0})
+	cfg := shortConfig(t, 3, 1)
+	cfg.Noise = sim.Noise{EncoderStd: 1e-3, GyroStd: 5e-3, AccelStd: 0.05}
+	run := func(workers int, seed uint64) *Result {
+		c := cfg
+		c.Workers, c.Seed = workers, seed
+		res, err := Evaluate(t.Context(), c, subjects)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	a, b, other := run(1, 11), run(2, 11), run(2, 12)
+	for i := range a.Subjects {
+		for k := range a.Subjects[i].Rollouts {
+			ra, rb := a.Subjects[i].Rollouts[k], b.Subjects[i].Rollouts[k]
+			if math.Float64bits(ra.Return) != math.Float64bits(rb.Return) || !reflect.DeepEqual(ra, rb) {
+				t.Fatalf("subject %d rollout %d: %+v with 1 worker, %+v with 2", i, k, ra, rb)
+			}
+		}
+	}
+	if !reflect.DeepEqual(a.Subjects, b.Subjects) || !reflect.DeepEqual(a.Distances, b.Distances) {
+		t.Fatal("summaries differ between 1 and 2 workers")
+	}
+	if a.Subjects[0].Rollouts[0].Return == other.Subjects[0].Rollouts[0].Return {
+		t.Fatal("another seed gave the same return")
+	}
+	for _, s := range a.Subjects {
+		t.Logf("%s: returns %.6f %.6f %.6f", s.Label, s.Rollouts[0].Return, s.Rollouts[1].Return, s.Rollouts[2].Return)
+	}
+	if d := a.Distances[0][1]; !(d > 0) || a.Distances[0][0] != 0 {
+		t.Fatalf("SF distances %v: a trot and a still stand should differ", a.Distances)
+	}
+}
+
+// A navigation bank runs on the robot's perception (mocap pose and height map) in the obstacle
+// world: no perception fault, features of the navigation projection, goal rewards measured.
+func TestNavigationRunsOnPerception(t *testing.T) {
+	c := skillstest.Contract(t, skills.Navigation171())
+	c.Kp, c.Kd, c.EpisodeSeconds = collect.Kp, collect.Kd, 12
+	bank := skillstest.Constant(t, c, [skills.NumJoints]float32{})
+	cfg, err := TaskConfig(collect.TaskNavigation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Rollouts, cfg.Task.EpisodeSeconds, cfg.StandUp, cfg.Settle = 2, 1, time.Second, 0
+	cfg.Traces = true
+	res, err := Evaluate(t.Context(), cfg, Latents(bank))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := res.Subjects[0]
+	if s.FallRate != 0 || len(s.Psi) != 6 || res.World != "obstacle" {
+		t.Fatalf("summary %+v in world %q", s, res.World)
+	}
+	for _, r := range s.Rollouts {
+		if r.Fault != "" || r.Steps != cfg.steps() || r.GoalStep != -1 {
+			t.Fatalf("rollout %+v", r)
+		}
+		// Standing still earns no progress: every reward is the change of a distance that does
+		// not change, and the start is far from the goal.
+		if math.Abs(r.Return) > 0.5 {
+			t.Fatalf("a robot standing still earned %v", r.Return)
+		}
+	}
+	if a, b := s.Rollouts[0].Seed, s.Rollouts[1].Seed; a == b {
+		t.Fatal("two rollouts drew the same world seed")
+	}
+}
+
+func TestConfigRefused(t *testing.T) {
+	loco := constantBank(t, [skills.NumJoints]float32{})
+	nav := skillstest.Constant(t, func() skills.Contract {
+		c := skillstest.Contract(t, skills.Navigation171())
+		c.EpisodeSeconds = 12
+		return c
+	}(), [skills.NumJoints]float32{})
+	good := func() Config { return shortConfig(t, 1, 1) }
+	tests := []struct {
+		name     string
+		edit     func(*Config)
+		subjects []Subject
+	}{
+		{"unknown task", func(c *Config) { c.Task.Name = "dance" }, Latents(loco)},
+		{"no rollouts", func(c *Config) { c.Rollouts = 0 }, Latents(loco)},
+		{"no episode", func(c *Config) { c.Task.EpisodeSeconds = 0.001 }, Latents(loco)},
+		{"NaN episode", func(c *Config) { c.Task.EpisodeSeconds = math.NaN() }, Latents(loco)},
+		{"negative workers", func(c *Config) { c.Workers = -1 }, Latents(loco)},
+		{"no stand-up", func(c *Config) { c.StandUp = 0 }, Latents(loco)},
+		{"discount past 1", func(c *Config) { c.Discount = 1.5 }, Latents(loco)},
+		{"infinite start yaw", func(c *Config) { c.StartYaw = math.Inf(1) }, Latents(loco)},
+		{"nothing", nil, nil},
+		{"no bank", nil, []Subject{{Label: "x"}}},
+		{"latent out of range", nil, []Subject{{Label: "x", Bank: loco, Latent: 1}}},
+		{"navigation bank on locomotion", nil, Latents(nav)},
+	}
+	for _, tc := range tests {
+		cfg := good()
+		if tc.edit != nil {
+			tc.edit(&cfg)
+		}
+		if _, err := Evaluate(context.Background(), cfg, tc.subjects); !errors.Is(err, ErrConfig) {
+			t.Errorf("%s: %v, want ErrConfig", tc.name, err)
+		}
+	}
+	if _, err := TaskConfig("dance"); !errors.Is(err, ErrConfig) {
+		t.Errorf("TaskConfig(dance): %v", err)
+	}
+}
+
+func TestEvaluateStopsOnCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err := Evaluate(ctx, shortConfig(t, 4, 5), Latents(constantBank(t, [skills.NumJoints]float32{})))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("%v, want context.Canceled", err)
+	}
+}
+
+// A fault before the skill starts is a fall with no steps, not an error.
+func TestFaultWhileStandingIsAFall(t *testing.T) {
+	cfg := shortConfig(t, 1, 1)
+	cfg.Core = func(c *core.Config) { c.Limits.JointUpper[1] = 0.5 } // the sunk robot's FL_HFE is past it
+	res, err := Evaluate(t.Context(), cfg, Latents(constantBank(t, [skills.NumJoints]float32{})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.Subjects[0].Rollouts[0]
+	if !r.Fell || r.Fault != "joint_limit" || r.Steps != 0 || res.Subjects[0].FallRate != 1 {
+		t.Fatalf("rollout %+v", r)
+	}
+}
+
+// Filtering and writing back: online return and SF land in a copy of the bank that validates,
+// the verdict follows the reference's return, the original bank is untouched.
+func TestWithOnlineResultsAndFilter(t *testing.T) {
+	bank := constantBank(t, [skills.NumJoints]float32{})
+	ref := constantBank(t, [skills.NumJoints]float32{0.1})
+	subjects := []Subject{{Label: "expert", Bank: ref}, {Label: "still", Bank: bank}}
+	res := &Result{Subjects: []Summary{
+		{Label: "expert", MeanReturn: 10, Psi: make([]float64, 12)},
+		{Label: "still", MeanReturn: 4.5, Psi: []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}},
+	}}
+	if err := res.Filter(2, 0.5); !errors.Is(err, ErrConfig) {
+		t.Fatalf("filter on a missing reference: %v", err)
+	}
+	if err := res.Filter(0, 0.5); err != nil {
+		t.Fatal(err)
+	}
+	if !*res.Subjects[0].Passed || *res.Subjects[1].Passed {
+		t.Fatalf("filter verdicts %v %v", *res.Subjects[0].Passed, *res.Subjects[1].Passed)
+	}
+	out, err := WithOnlineResults(bank, subjects, res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := out.Latents[0].Info
+	if *info.OnlineReturn != 4.5 || info.OnlinePsi[11] != 12 || *info.PassedFilter {
+		t.Fatalf("written back: %+v", info)
+	}
+	if bank.Latents[0].Info.OnlineReturn != nil {
+		t.Fatal("the original bank changed")
+	}
+	path := filepath.Join(t.TempDir(), "bank.npz")
+	if err := skills.WriteBank(path, out); err != nil {
+		t.Fatal(err)
+	}
+	back, err := skills.ReadBank(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back.Latents[0].Info, info) {
+		t.Fatalf("read back %+v, wrote %+v", back.Latents[0].Info, info)
+	}
+	if _, err := WithOnlineResults(bank, subjects[:1], res); !errors.Is(err, ErrConfig) {
+		t.Fatalf("mismatched subjects: %v", err)
+	}
+}
+
+func TestWritePNG(t *testing.T) {
+	res := &Result{Task: collect.TaskLocomotion, Rollouts: 30, EpisodeSeconds: 20}
+	for i, name := range []string{"SMODICE-expert", "skill0-iter3", "skill1-iter3", "skill2-iter3"} {
+		res.Subjects = append(res.Subjects, Summary{Label: name, MeanReturn: 100 - 20*float64(i), StdReturn: 5, FallRate: 0.1 * float64(i),
+			Psi: []float64{float64(i), float64(i * i)}})
+	}
+	res.Distances = distances(res.Subjects)
+	dir := t.TempDir()
+	for _, r := range []*Result{res, {Task: "x", Subjects: res.Subjects[:1], Distances: [][]float64{{0}}}} {
+		path := filepath.Join(dir, "eval.png")
+		if err := WritePNG(path, r); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := png.Decode(bytes.NewReader(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b := img.Bounds(); b.Dx() < 500 || b.Dy() < 300 {
+			t.Fatalf("image %v", b)
+		}
+	}
+	if err := WritePNG(filepath.Join(dir, "empty.png"), &Result{}); err == nil {
+		t.Fatal("an empty result was drawn")
+	}
+}

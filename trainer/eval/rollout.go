@@ -1,0 +1,271 @@
+package eval
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/dualforce/dualforce/runtime/core"
+	"github.com/dualforce/dualforce/runtime/corebus"
+	"github.com/dualforce/dualforce/sim/behave"
+	"github.com/dualforce/dualforce/sim/robotboard"
+	"github.com/dualforce/dualforce/sim/worlds"
+	"github.com/dualforce/dualforce/skills"
+	"github.com/dualforce/dualforce/trainer/collect"
+)
+
+// Rollout is what one episode of one latent measured.
+type Rollout struct {
+	// Seed resolves the world's jitter and seeds the sensor noise; StartYaw (rad) was added to
+	// the world's start heading.
+	Seed     uint64  `json:"seed"`
+	StartYaw float64 `json:"start_yaw"`
+	// Return is the sum of the withheld task reward over the Steps transitions run.
+	Return float64 `json:"return"`
+	Steps  int     `json:"steps"`
+	// Fell: the episode ended early, in a fault the core latched (Fault) or a fall on ground
+	// truth (collect.Fallen).
+	Fell  bool   `json:"fell"`
+	Fault string `json:"fault,omitempty"`
+	// GoalStep is the first transition that ends inside the goal disc, -1 if none.
+	GoalStep int `json:"goal_step"`
+	// Psi is the online successor features: the discount-weighted mean of phi over the states
+	// the policy acted in.
+	Psi []float64 `json:"psi"`
+	// VelRMSE is the estimator's base linear velocity error against ground truth (base frame,
+	// m/s) per axis and of the whole vector, over the policy ticks.
+	VelRMSE     [3]float64 `json:"estimator_vel_rmse"`
+	VelRMSENorm float64    `json:"estimator_vel_rmse_norm"`
+	// FinalPos is the base's last position (world, m).
+	FinalPos [3]float64 `json:"final_pos"`
+	// Trace holds the per-policy-tick series when Config.Traces is set.
+	Trace *Trace `json:"-"`
+}
+
+// Trace is a rollout's ground truth and runtime view, one entry per policy tick (state k is the
+// state policy step k acted in; the last entry is the state the episode ended in).
+type Trace struct {
+	Time      []float64    // s since the skill started
+	Reward    []float64    // of transition k (one fewer than states)
+	Pos       [][3]float64 // world, m
+	RPY       [][3]float64 // rad
+	Height    []float64    // base above the terrain under it, m
+	LinVel    [][3]float64 // ground truth, base frame, m/s
+	EstLinVel [][3]float64 // the runtime estimator's, base frame, m/s
+	Phi       [][]float32  // features of the observation the policy saw (acting states only)
+}
+
+// rolloutDraw is what rollout k draws from the master seed, the same for every latent.
+func rolloutDraw(seed uint64, k int, startYaw float64) (worldSeed uint64, yaw float64) {
+	rng := rand.New(rand.NewPCG(seed, uint64(k)))
+	worldSeed = rng.Uint64()
+	yaw = startYaw * (2*rng.Float64() - 1)
+	return worldSeed, yaw
+}
+
+// job is everything one rollout needs; the shared parts are read-only.
+type job struct {
+	cfg       *Config
+	subject   Subject
+	scenario  *worlds.Scenario
+	projector *skills.Projector
+	obsStats  skills.Stats // the subject's normaliser: observations back to raw for phi
+	index     int          // rollout number
+}
+
+// run plays one rollout.
+func (j *job) run(ctx context.Context) (Rollout, error) {
+	cfg := j.cfg
+	seed, yaw := rolloutDraw(cfg.Seed, j.index, cfg.StartYaw)
+	ro := Rollout{Seed: seed, StartYaw: yaw, GoalStep: -1}
+	sc := *j.scenario
+	sc.Start.Yaw += yaw
+	layout := sc.Layout(seed) // what the robot is built in: robotboard resolves the same seed
+	goal := cfg.Task.Goal(layout)
+	rig, err := NewRig(j.subject.Bank, robotboard.Config{Scenario: &sc, Seed: seed, Noise: cfg.Noise}, func(c *core.Config) {
+		c.Skill = j.subject.Latent
+		c.StandUp = cfg.StandUp
+		c.Velocity = [3]float64{float64(cfg.Task.Command[0]), float64(cfg.Task.Command[1]), float64(cfg.Task.Command[2])}
+		c.Goal = goal
+		c.Switching.Enabled = cfg.Switching
+		if cfg.Core != nil {
+			cfg.Core(c)
+		}
+	})
+	if err != nil {
+		return ro, err
+	}
+	defer rig.Close()
+
+	standBudget := int((cfg.StandUp + 5*time.Second) / time.Millisecond)
+	if err := rig.Until(ctx, standBudget, func() bool { return rig.Core.Phase() == core.PhaseHold || rig.Core.Fault() != "" }); err != nil {
+		return ro, fmt.Errorf("eval: standing up: %w", err)
+	}
+	for range int(cfg.Settle / time.Millisecond) {
+		if rig.Core.Fault() != "" {
+			break
+		}
+		if err := rig.Step(); err != nil {
+			return ro, err
+		}
+	}
+	if f := rig.Core.Fault(); f != "" {
+		ro.Fell, ro.Fault = true, f
+		return ro, nil
+	}
+	if err := rig.Command(corebus.Command{Kind: corebus.KindMode, Mode: corebus.ModeRun}); err != nil {
+		return ro, err
+	}
+
+	rec := newRecorder(j, &ro, layout)
+	steps := cfg.steps()
+	limit := (steps+2)*j.subject.Bank.Contract.LinkTicksPerPolicyStep() + standBudget
+	var start time.Duration
+	started := false
+	for tick := 0; ; tick++ {
+		if tick == limit {
+			return ro, fmt.Errorf("eval: %w: the skill did not run %d policy steps in %d ticks (phase %v)", ErrNotReached, steps, limit, rig.Core.Phase())
+		}
+		if tick%1024 == 0 && ctx.Err() != nil {
+			return ro, ctx.Err()
+		}
+		if err := rig.Step(); err != nil {
+			return ro, err
+		}
+		out, fault := rig.Driver.Output(), rig.Core.Fault()
+		if !out.PolicyTick && fault == "" {
+			continue
+		}
+		if !started {
+			start, started = rig.Driver.Now(), true
+		}
+		base := rig.Robot.Sim().Base()
+		st := behave.StateOf(&base, (rig.Driver.Now() - start).Seconds())
+		done := rec.state(&st, fault, steps)
+		if !done {
+			if err := rec.act(out.Obs, rig.Core.Estimate().LinVel); err != nil {
+				return ro, err
+			}
+			continue
+		}
+		ro.FinalPos = st.Pos
+		break
+	}
+	rec.finish()
+	return ro, nil
+}
+
+// recorder turns the states of one rollout into its measurements.
+type recorder struct {
+	j      *job
+	ro     *Rollout
+	layout *worlds.Layout
+	prev   behave.State
+	states int
+	truth  [3]float64 // ground-truth velocity of the latest state (base frame)
+
+	raw, phi []float32
+	psi      []float64
+	weight   float64 // discount weight of the next acting state
+	weights  float64 // sum of the weights so far
+	velSq    [3]float64
+	velTicks int
+	trace    *Trace
+	discount float64
+}
+
+func newRecorder(j *job, ro *Rollout, layout *worlds.Layout) *recorder {
+	r := &recorder{
+		j: j, ro: ro, layout: layout,
+		raw: make([]float32, j.subject.Bank.Contract.Layout.Dim()), phi: make([]float32, j.projector.Dim()),
+		psi: make([]float64, j.projector.Dim()), weight: 1, discount: j.cfg.discount(),
+	}
+	if j.cfg.Traces {
+		r.trace = &Trace{}
+		ro.Trace = r.trace
+	}
+	return r
+}
+
+// state takes the state s reached at a policy tick (or at the tick a fault latched) and reports
+// whether the episode is over: a fault, a fall, or steps transitions run.
+func (r *recorder) state(s *behave.State, fault string, steps int) bool {
+	ro := r.ro
+	if r.states > 0 {
+		k := r.states - 1
+		rew := r.j.cfg.Task.Reward(&r.prev, s, r.layout)
+		ro.Return += rew
+		ro.Steps = r.states
+		if ro.GoalStep < 0 && collect.ReachedGoal(s, r.layout) {
+			ro.GoalStep = k
+		}
+		if r.trace != nil {
+			r.trace.Reward = append(r.trace.Reward, rew)
+		}
+	}
+	if r.trace != nil {
+		t := r.trace
+		t.Time = append(t.Time, s.Time)
+		t.Pos = append(t.Pos, s.Pos)
+		t.RPY = append(t.RPY, s.RPY)
+		t.Height = append(t.Height, s.Pos[2]-behave.TerrainHeight(r.layout, s.Pos[0], s.Pos[1]))
+		t.LinVel = append(t.LinVel, s.LinVel)
+	}
+	r.prev, r.truth = *s, s.LinVel
+	r.states++
+	switch {
+	case fault != "":
+		ro.Fell, ro.Fault = true, fault
+		return true
+	case r.states > 1 && collect.Fallen(s, r.layout):
+		ro.Fell = true
+		return true
+	}
+	return r.states > steps
+}
+
+// act takes the policy's normalised observation at the latest state and the estimator's base
+// velocity there.
+func (r *recorder) act(obs []float32, est [3]float64) error {
+	st := &r.j.obsStats
+	for i, v := range obs {
+		r.raw[i] = v*max(st.Std[i], st.Epsilon) + st.Mean[i]
+	}
+	if err := r.j.projector.Project(r.raw, r.phi); err != nil {
+		return fmt.Errorf("eval: features: %w", err)
+	}
+	for i, v := range r.phi {
+		r.psi[i] += r.weight * float64(v)
+	}
+	r.weights += r.weight
+	r.weight *= r.discount
+	for a := range 3 {
+		d := est[a] - r.truth[a]
+		r.velSq[a] += d * d
+	}
+	r.velTicks++
+	if r.trace != nil {
+		r.trace.EstLinVel = append(r.trace.EstLinVel, est)
+		r.trace.Phi = append(r.trace.Phi, append([]float32(nil), r.phi...))
+	}
+	return nil
+}
+
+func (r *recorder) finish() {
+	if r.weights > 0 {
+		for i := range r.psi {
+			r.psi[i] /= r.weights
+		}
+	}
+	r.ro.Psi = r.psi
+	if r.velTicks > 0 {
+		sum := 0.0
+		for a := range 3 {
+			r.ro.VelRMSE[a] = math.Sqrt(r.velSq[a] / float64(r.velTicks))
+			sum += r.velSq[a]
+		}
+		r.ro.VelRMSENorm = math.Sqrt(sum / float64(r.velTicks))
+	}
+}
