@@ -103,6 +103,8 @@ func distancePlot(res *Result) *plot.Plot {
 			hi = max(hi, v)
 		}
 	}
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("online successor-feature l2 distances (max %.3g)", hi)
 	if hi == lo {
 		hi = lo + 1 // one subject, or identical ones: a flat map still needs a range
 	}
@@ -111,8 +113,6 @@ func distancePlot(res *Result) *plot.Plot {
 	cmap.SetMax(hi)
 	heat := plotter.NewHeatMap(distanceGrid{res.Distances}, cmap.Palette(64))
 	heat.Min, heat.Max = lo, hi
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("online successor-feature l2 distances (max %.3g)", hi)
 	p.Add(heat)
 	if n <= maxCellLabels {
 		var xys plotter.XYs

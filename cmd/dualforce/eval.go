@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/dualforce/dualforce/sim"
+	"github.com/dualforce/dualforce/sim/robotboard"
+	"github.com/dualforce/dualforce/skills"
+	"github.com/dualforce/dualforce/trainer/eval"
+	"github.com/dualforce/dualforce/trainer/metrics"
+)
+
+func init() {
+	register(command{name: "eval", summary: "evaluate a bank's skills in simulation through the runtime core", run: runEval})
+}
+
+const evalUsage = `Usage: dualforce eval --bank FILE --task locomotion|navigation [flags]
+
+Runs every latent of the bank in MuJoCo behind the emulated master board, driven by the
+runtime's own controller core in lockstep (stand up, hold, run the skill), and measures on
+simulator ground truth the withheld task reward (locomotion: tracking the commanded 0.3 m/s;
+navigation: progress to and reaching the goal), falls, and the online successor features of the
+bank's feature projection. Rollout k of every latent sees the same world, start heading and
+noise, drawn from --seed; results do not depend on --workers.
+
+With --expert, that bank's first latent (the SMODICE-expert) is evaluated first, heads the
+distance matrix, and sets the filter: latents reaching --filter times its mean return pass.
+
+Writes <out>/eval.json (every rollout and summary) and <out>/eval.png (returns per latent and
+the heat map of pairwise SF distances). --write-bank writes a copy of the bank with
+online_return, online_psi and, with --expert, passed_filter filled in.
+`
+
+func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("eval", evalUsage, stderr)
+	bankPath := fs.String("bank", "", "skill bank to evaluate (required)")
+	task := fs.String("task", "", "task: locomotion or navigation (required)")
+	rollouts := fs.Int("rollouts", 30, "rollouts per latent")
+	world := fs.String("world", "", "world: a built-in name or a scenario file (default: the task's)")
+	out := fs.String("out", "eval", "directory for eval.json and eval.png")
+	expertPath := fs.String("expert", "", "SMODICE-expert bank: the reference row and the filter's baseline")
+	filter := fs.Float64("filter", 0.5, "fraction of the expert's mean return a latent must reach (with --expert)")
+	writeBank := fs.String("write-bank", "", "write a copy of the bank with the online results here")
+	seconds := fs.Float64("seconds", 0, "episode length in s (default: the task's)")
+	seed := fs.Uint64("seed", 1, "master seed of every rollout")
+	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "simulators run in parallel (one per core)")
+	switching := fs.Bool("switching", false, "let the runtime switch navigation skills at obstacles")
+	noise := fs.Bool("noise", false, "simulate sensor noise (encoders, IMU, mocap)")
+	discount := fs.Float64("sf-discount", 1, "weight of state k in the online SFs is discount^k (1: the episode mean)")
+	quiet := fs.Bool("quiet", false, "no progress bar")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return usagef("unexpected arguments %q", fs.Args())
+	case *bankPath == "" || *task == "":
+		return usagef("--bank and --task are required")
+	case *rollouts < 1 || *workers < 1:
+		return usagef("--rollouts %d, --workers %d: want at least 1 of each", *rollouts, *workers)
+	case !(*seconds >= 0) || math.IsInf(*seconds, 0):
+		return usagef("--seconds %v", *seconds)
+	case !(*filter >= 0) || math.IsInf(*filter, 0):
+		return usagef("--filter %v", *filter)
+	}
+	cfg, err := eval.TaskConfig(*task)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	cfg.Rollouts, cfg.Seed, cfg.Workers, cfg.Switching, cfg.Discount = *rollouts, *seed, *workers, *switching, *discount
+	if *seconds > 0 {
+		cfg.Task.EpisodeSeconds = *seconds
+	}
+	if *noise {
+		cfg.Noise = sensorNoise
+	}
+	if *world != "" {
+		if cfg.Scenario, err = robotboard.LoadScenario(*world); err != nil {
+			return fmt.Errorf("%w: %w", errUsage, err)
+		}
+	}
+	bank, err := skills.ReadBank(*bankPath)
+	if err != nil {
+		return err
+	}
+	subjects := eval.Latents(bank)
+	if *expertPath != "" {
+		expert, err := skills.ReadBank(*expertPath)
+		if err != nil {
+			return err
+		}
+		// One projection for all, the bank's, so that the expert's SFs are comparable.
+		cfg.Features = &bank.Contract.Features
+		subjects = append([]eval.Subject{{Label: "SMODICE-expert", Bank: expert}}, subjects...)
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return err
+	}
+	bar := metrics.NewBar(stderr, len(subjects)**rollouts, 0, fmt.Sprintf("eval %s", *task), *quiet)
+	cfg.Progress = func(done, _ int) { bar.Set(done) }
+	res, err := eval.Evaluate(ctx, cfg, subjects)
+	if errors.Is(err, eval.ErrConfig) {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if err != nil {
+		return err
+	}
+	bar.Finish()
+	if *expertPath != "" {
+		if err := res.Filter(0, *filter); err != nil {
+			return err
+		}
+	}
+	jsonPath, pngPath := filepath.Join(*out, "eval.json"), filepath.Join(*out, "eval.png")
+	if err := metrics.WriteFile(jsonPath, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}); err != nil {
+		return err
+	}
+	if err := eval.WritePNG(pngPath, res); err != nil {
+		return err
+	}
+	printEval(stdout, res)
+	fmt.Fprintf(stdout, "%d policy steps in %v on %d workers: %.0f policy steps/s\nwrote %s and %s\n",
+		res.PolicySteps, time.Duration(res.Seconds*float64(time.Second)).Round(time.Millisecond), *workers,
+		float64(res.PolicySteps)/res.Seconds, jsonPath, pngPath)
+	if *writeBank != "" {
+		updated, err := eval.WithOnlineResults(bank, subjects, res)
+		if err != nil {
+			return err
+		}
+		if err := skills.WriteBank(*writeBank, updated); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "wrote %s (online results of %d latents)\n", *writeBank, len(bank.Latents))
+	}
+	return nil
+}
+
+// sensorNoise is --noise: white noise of the magnitudes a Solo12's sensors show (encoder LSBs,
+// a MEMS IMU, an optical mocap system).
+var sensorNoise = sim.Noise{
+	EncoderStd: 1e-3, VelocityStd: 0.05, CurrentStd: 0.02,
+	AccelStd: 0.05, GyroStd: 5e-3, AttitudeStd: 2e-3,
+	MocapPosStd: 1e-3, MocapYawStd: 2e-3,
+}
+
+func printEval(w io.Writer, res *eval.Result) {
+	fmt.Fprintf(w, "%s in %s: %d rollouts of %.1f s per latent, seed %d\n", res.Task, res.World, res.Rollouts, res.EpisodeSeconds, res.Seed)
+	fmt.Fprintf(w, "%-24s %18s %6s %6s %9s %9s %s\n", "latent", "return", "falls", "goal", "vel RMSE", "SF to #1", "filter")
+	for i, s := range res.Subjects {
+		verdict := ""
+		if s.Passed != nil {
+			verdict = "fail"
+			if *s.Passed {
+				verdict = "pass"
+			}
+		}
+		fmt.Fprintf(w, "%-24s %9.2f ± %6.2f %5.0f%% %5.0f%% %9.3f %9.3f %s\n", s.Label, s.MeanReturn, s.StdReturn,
+			100*s.FallRate, 100*s.GoalRate, s.VelRMSENorm, res.Distances[0][i], verdict)
+	}
+}

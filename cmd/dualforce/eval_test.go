@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dualforce/dualforce/skills"
+	"github.com/dualforce/dualforce/skills/skillstest"
+	"github.com/dualforce/dualforce/trainer/collect"
+	"github.com/dualforce/dualforce/trainer/eval"
+)
+
+// eval on two tiny constant banks (one the "expert"): summaries, files, the filter and the bank
+// written back.
+func TestEval(t *testing.T) {
+	dir := t.TempDir()
+	c := skillstest.Locomotion(t)
+	c.Kp, c.Kd = collect.Kp, collect.Kd
+	bankPath, expertPath := filepath.Join(dir, "bank.npz"), filepath.Join(dir, "expert.npz")
+	if err := skills.WriteBank(bankPath, skillstest.Constant(t, c, [skills.NumJoints]float32{})); err != nil {
+		t.Fatal(err)
+	}
+	var lean [skills.NumJoints]float32
+	lean[1], lean[4] = 0.5, 0.5
+	if err := skills.WriteBank(expertPath, skillstest.Constant(t, c, lean)); err != nil {
+		t.Fatal(err)
+	}
+	out, written := filepath.Join(dir, "out"), filepath.Join(dir, "evaluated.npz")
+	code, stdout, stderr := dualforce("eval", "--bank", bankPath, "--expert", expertPath, "--task", "locomotion",
+		"--rollouts", "2", "--seconds", "0.5", "--out", out, "--write-bank", written, "--quiet", "--noise")
+	if code != 0 {
+		t.Fatalf("eval exited %d: %s", code, stderr)
+	}
+	t.Log(stdout)
+	for _, want := range []string{"locomotion in flat: 2 rollouts of 0.5 s", "SMODICE-expert", "constant", "policy steps/s", "eval.png", "evaluated.npz"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join(out, "eval.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res eval.Result
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Subjects) != 2 || len(res.Subjects[1].Rollouts) != 2 || res.Subjects[1].Rollouts[0].Steps != 25 || res.FilterReference == nil {
+		t.Fatalf("eval.json: %+v", res)
+	}
+	img, err := os.ReadFile(filepath.Join(out, "eval.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := png.Decode(bytes.NewReader(img)); err != nil {
+		t.Fatal(err)
+	}
+	back, err := skills.ReadBank(written)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := back.Latents[0].Info
+	if info.OnlineReturn == nil || *info.OnlineReturn != res.Subjects[1].MeanReturn || len(info.OnlinePsi) != 12 || info.PassedFilter == nil {
+		t.Fatalf("bank written back: %+v", info)
+	}
+}
+
+func TestEvalUsage(t *testing.T) {
+	dir := t.TempDir()
+	nav := skillstest.Contract(t, skills.Navigation171())
+	nav.EpisodeSeconds = 12
+	navPath := filepath.Join(dir, "nav.npz")
+	if err := skills.WriteBank(navPath, skillstest.Constant(t, nav, [skills.NumJoints]float32{})); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"eval"}, 2, "--bank and --task are required"},
+		{[]string{"eval", "--bank", navPath, "--task", "dance"}, 2, "dance"},
+		{[]string{"eval", "--bank", navPath, "--task", "locomotion", "--rollouts", "0"}, 2, "--rollouts 0"},
+		{[]string{"eval", "--bank", navPath, "--task", "locomotion", "--world", "atlantis"}, 2, "atlantis"},
+		{[]string{"eval", "--bank", navPath, "--task", "locomotion", "--quiet", "--out", dir}, 2, "cannot run the locomotion task"},
+		{[]string{"eval", "--bank", filepath.Join(dir, "missing.npz"), "--task", "navigation"}, 1, "missing.npz"},
+	} {
+		code, _, stderr := dualforce(tc.args...)
+		if code != tc.code || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%q: exit %d, %q; want exit %d mentioning %q", tc.args, code, stderr, tc.code, tc.want)
+		}
+	}
+}
