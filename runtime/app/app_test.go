@@ -24,47 +24,6 @@ import (
 	"github.com/dualforce/dualforce/skills"
 )
 
-// twoSkillBank is a locomotion bank with two latents of one constant-action policy: latent z
-// adds z[0] to every mean, so latent 0 holds the default pose and latent 1 ("lean") bends FL_HFE.
-func twoSkillBank(t *testing.T) *skills.Bank {
-	t.Helper()
-	l := skills.Locomotion48()
-	c, err := skills.NewContract(l)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const zdim = 1
-	in := l.Dim() + zdim
-	layer := skills.Dense{In: in, Out: 24, W: make([]float32, in*24), B: make([]float32, 24)}
-	layer.W[1*in+l.Dim()] = 1 // FL_HFE's mean row reads the latent
-	b := &skills.Bank{Producer: "app test", Contract: c, LatentDim: zdim, Slots: []skills.Slot{{Policy: skills.MLP{Layers: []skills.Dense{layer}}}}}
-	for i, name := range []string{"still", "lean"} {
-		b.Latents = append(b.Latents, skills.Latent{
-			Info: skills.LatentInfo{Skill: 0, Iteration: i, Name: name, Tags: []string{name}, OfflinePsi: make([]float32, c.Features.Dim(l))},
-			Z:    []float32{float32(i)},
-		})
-	}
-	return b
-}
-
-func freeAddr(t *testing.T, network string) string {
-	t.Helper()
-	if network == "udp" {
-		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer pc.Close()
-		return pc.LocalAddr().String()
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // TestRuntimeEndToEnd runs the runtime binary's wiring against the emulated master board over
 // the UDP tunnel, with the embedded broker, and drives it with the real mosquitto clients.
 func TestRuntimeEndToEnd(t *testing.T) {
@@ -227,15 +186,4 @@ func TestRuntimeEndToEnd(t *testing.T) {
 	}
 	t.Logf("recording %s: %d ticks, %d with a policy step", filepath.Base(files[0]), n, policy)
 	_ = json.Valid
-}
-
-func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, limit)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
