@@ -132,9 +132,9 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	printEval(stdout, res)
-	fmt.Fprintf(stdout, "%d policy steps in %v on %d workers: %.0f policy steps/s\nwrote %s and %s\n",
-		res.PolicySteps, time.Duration(res.Seconds*float64(time.Second)).Round(time.Millisecond), *workers,
-		float64(res.PolicySteps)/res.Seconds, jsonPath, pngPath)
+	fmt.Fprintf(stdout, "%d policy steps (%d link ticks with the stand-ups) in %v on %d workers: %.0f policy steps/s, %.0f ticks/s\nwrote %s and %s\n",
+		res.PolicySteps, res.Ticks, time.Duration(res.Seconds*float64(time.Second)).Round(time.Millisecond), *workers,
+		float64(res.PolicySteps)/res.Seconds, float64(res.Ticks)/res.Seconds, jsonPath, pngPath)
 	if *writeBank != "" {
 		updated, err := eval.WithOnlineResults(bank, subjects, res)
 		if err != nil {

@@ -186,8 +186,10 @@ type Result struct {
 	// Subjects in the order given; Distances[i][j] = ||Psi_i - Psi_j||.
 	Subjects  []Summary   `json:"subjects"`
 	Distances [][]float64 `json:"sf_distances"`
-	// PolicySteps run in all; Seconds of wall time they took.
+	// PolicySteps and link Ticks (power-on and stand-up included) run in all; Seconds of wall
+	// time they took.
 	PolicySteps int     `json:"policy_steps"`
+	Ticks       int     `json:"ticks"`
 	Seconds     float64 `json:"seconds"`
 	// FilterReference and FilterFraction record the filter applied, if any.
 	FilterReference *int    `json:"filter_reference,omitempty"`
@@ -237,6 +239,7 @@ func Evaluate(ctx context.Context, cfg Config, subjects []Subject) (*Result, err
 		res.Subjects = append(res.Subjects, summarise(s, runs, projector.Dim()))
 		for _, r := range runs {
 			res.PolicySteps += r.Steps
+			res.Ticks += r.Ticks
 		}
 	}
 	res.Distances = distances(res.Subjects)

@@ -109,7 +109,7 @@ func TestNavigationRunsOnPerception(t *testing.T) {
 		t.Fatalf("summary %+v in world %q", s, res.World)
 	}
 	for _, r := range s.Rollouts {
-		if r.Fault != "" || r.Steps != cfg.steps() || r.GoalStep != -1 {
+		if r.Fault != "" || r.Steps != cfg.steps() || r.GoalStep != -1 || r.Ticks < 20*r.Steps+1000 {
 			t.Fatalf("rollout %+v", r)
 		}
 		// Standing still earns no progress: every reward is the change of a distance that does
@@ -181,7 +181,7 @@ func TestFaultWhileStandingIsAFall(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := res.Subjects[0].Rollouts[0]
-	if !r.Fell || r.Fault != "joint_limit" || r.Steps != 0 || res.Subjects[0].FallRate != 1 {
+	if !r.Fell || r.Fault != "joint_limit" || r.Steps != 0 || res.Subjects[0].FallRate != 1 || r.Ticks == 0 || res.Ticks != r.Ticks {
 		t.Fatalf("rollout %+v", r)
 	}
 }

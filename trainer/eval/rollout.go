@@ -40,6 +40,8 @@ type Rollout struct {
 	VelRMSENorm float64    `json:"estimator_vel_rmse_norm"`
 	// FinalPos is the base's last position (world, m).
 	FinalPos [3]float64 `json:"final_pos"`
+	// Ticks is the link ticks simulated, power-on and stand-up included.
+	Ticks int `json:"ticks"`
 	// Trace holds the per-policy-tick series when Config.Traces is set.
 	Trace *Trace `json:"-"`
 }
@@ -76,10 +78,10 @@ type job struct {
 }
 
 // run plays one rollout.
-func (j *job) run(ctx context.Context) (Rollout, error) {
+func (j *job) run(ctx context.Context) (ro Rollout, err error) {
 	cfg := j.cfg
 	seed, yaw := rolloutDraw(cfg.Seed, j.index, cfg.StartYaw)
-	ro := Rollout{Seed: seed, StartYaw: yaw, GoalStep: -1}
+	ro = Rollout{Seed: seed, StartYaw: yaw, GoalStep: -1}
 	sc := *j.scenario
 	sc.Start.Yaw += yaw
 	layout := sc.Layout(seed) // what the robot is built in: robotboard resolves the same seed
@@ -97,7 +99,10 @@ func (j *job) run(ctx context.Context) (Rollout, error) {
 	if err != nil {
 		return ro, err
 	}
-	defer rig.Close()
+	defer func() {
+		ro.Ticks = int(rig.Driver.Now() / time.Millisecond)
+		rig.Close()
+	}()
 
 	standBudget := int((cfg.StandUp + 5*time.Second) / time.Millisecond)
 	if err := rig.Until(ctx, standBudget, func() bool { return rig.Core.Phase() == core.PhaseHold || rig.Core.Fault() != "" }); err != nil {
