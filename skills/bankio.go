@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -191,40 +190,11 @@ func EncodeBank(w io.Writer, b *Bank) error {
 	return nil
 }
 
-// WriteBank writes b to path atomically: a temporary file in the same
-// directory is written, synced and renamed over path, then the directory is
-// synced, so path always holds either the old or the complete new bank.
-func WriteBank(path string, b *Bank) (err error) {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
+// WriteBank writes b to path atomically (WriteFileAtomic), so path always holds either the old or
+// the complete new bank.
+func WriteBank(path string, b *Bank) error {
+	if err := WriteFileAtomic(path, 0o644, func(w io.Writer) error { return EncodeBank(w, b) }); err != nil {
 		return fmt.Errorf("skills: write bank: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			_ = tmp.Close()
-			_ = os.Remove(tmp.Name())
-		}
-	}()
-	if err = EncodeBank(tmp, b); err != nil {
-		return err
-	}
-	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("skills: write bank: %w", err)
-	}
-	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("skills: write bank: %w", err)
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("skills: write bank: %w", err)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("skills: sync bank directory: %w", err)
-	}
-	defer d.Close()
-	if err = d.Sync(); err != nil {
-		return fmt.Errorf("skills: sync bank directory: %w", err)
 	}
 	return nil
 }

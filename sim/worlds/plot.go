@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"image/color"
+	"io"
 	"math"
-	"os"
-	"path/filepath"
 
+	"github.com/dualforce/dualforce/skills"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -160,31 +160,5 @@ func WriteTopDownPNG(file string, l *Layout, path []Point2, title string) error 
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(file, data)
-}
-
-func writeFileAtomic(file string, data []byte) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("worlds: write %s: %w", file, err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
-		return fmt.Errorf("worlds: write %s: %w", file, err)
-	}
-	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("worlds: sync %s: %w", file, err)
-	}
-	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("worlds: close %s: %w", file, err)
-	}
-	if err = os.Rename(tmp.Name(), file); err != nil {
-		return fmt.Errorf("worlds: rename %s: %w", file, err)
-	}
-	return nil
+	return skills.WriteFileAtomic(file, 0o644, func(w io.Writer) error { _, err := w.Write(data); return err })
 }

@@ -2,14 +2,12 @@ package datafile
 
 import (
 	"archive/zip"
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/dualforce/dualforce/skills"
@@ -198,52 +196,28 @@ func writeArchive(path string, m *Manifest, members []member) (err error) {
 	if err != nil {
 		return fmt.Errorf("datafile: encode manifest: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("datafile: write %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
+	err = skills.WriteFileAtomic(path, 0o644, func(w io.Writer) error {
+		zw := zip.NewWriter(w)
+		add := func(name string, write func(io.Writer) error) error {
+			// Stored, not deflated: float sensor data barely compresses, and numpy.savez stores too.
+			w, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Store})
+			if err != nil {
+				return err
+			}
+			return write(w)
 		}
-	}()
-	bw := bufio.NewWriterSize(tmp, 1<<20)
-	zw := zip.NewWriter(bw)
-	add := func(name string, write func(io.Writer) error) error {
-		// Stored, not deflated: float sensor data barely compresses, and numpy.savez stores too.
-		w, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Store})
-		if err != nil {
+		if err := add(memberManifest, func(w io.Writer) error { _, err := w.Write(manifest); return err }); err != nil {
 			return err
 		}
-		return write(w)
-	}
-	if err = add(memberManifest, func(w io.Writer) error { _, err := w.Write(manifest); return err }); err != nil {
-		return fmt.Errorf("datafile: write %s: %w", path, err)
-	}
-	for _, mb := range members {
-		if err = add(mb.name, mb.write); err != nil {
-			return fmt.Errorf("datafile: write %s member %s: %w", path, mb.name, err)
+		for _, mb := range members {
+			if err := add(mb.name, mb.write); err != nil {
+				return fmt.Errorf("member %s: %w", mb.name, err)
+			}
 		}
-	}
-	if err = zw.Close(); err != nil {
-		return fmt.Errorf("datafile: write %s: %w", path, err)
-	}
-	if err = bw.Flush(); err != nil {
-		return fmt.Errorf("datafile: write %s: %w", path, err)
-	}
-	// os.CreateTemp makes the file private; a dataset is as readable as any file written here.
-	if err = tmp.Chmod(0o644); err != nil {
-		return fmt.Errorf("datafile: chmod %s: %w", path, err)
-	}
-	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("datafile: sync %s: %w", path, err)
-	}
-	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("datafile: close %s: %w", path, err)
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("datafile: rename %s: %w", path, err)
+		return zw.Close()
+	})
+	if err != nil {
+		return fmt.Errorf("datafile: %w", err)
 	}
 	return nil
 }

@@ -4,9 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"image/color"
+	"io"
 	"math"
-	"os"
-	"path/filepath"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -15,6 +14,7 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/dualforce/dualforce/sim/worlds"
+	"github.com/dualforce/dualforce/skills"
 	"github.com/dualforce/dualforce/trainer/datafile"
 )
 
@@ -217,37 +217,11 @@ func EncodePNG(o *datafile.Offline) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// WritePNG renders EncodePNG and replaces file atomically (temp file, fsync, rename).
-func WritePNG(file string, o *datafile.Offline) (err error) {
+// WritePNG renders EncodePNG and replaces file atomically (skills.WriteFileAtomic).
+func WritePNG(file string, o *datafile.Offline) error {
 	data, err := EncodePNG(o)
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("inspect: write %s: %w", file, err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
-		return fmt.Errorf("inspect: write %s: %w", file, err)
-	}
-	// os.CreateTemp makes the file private; a dataset is as readable as any file written here.
-	if err = tmp.Chmod(0o644); err != nil {
-		return fmt.Errorf("inspect: chmod %s: %w", file, err)
-	}
-	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("inspect: sync %s: %w", file, err)
-	}
-	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("inspect: close %s: %w", file, err)
-	}
-	if err = os.Rename(tmp.Name(), file); err != nil {
-		return fmt.Errorf("inspect: rename %s: %w", file, err)
-	}
-	return nil
+	return skills.WriteFileAtomic(file, 0o644, func(w io.Writer) error { _, err := w.Write(data); return err })
 }
