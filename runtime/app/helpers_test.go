@@ -137,7 +137,11 @@ type harness struct {
 
 func startHarness(t testing.TB, cfg config.Config, opts Options) *harness {
 	t.Helper()
-	log := slog.New(slog.NewTextHandler(t.Output(), nil))
+	level := slog.LevelInfo
+	if _, bench := t.(*testing.B); bench {
+		level = slog.LevelWarn // a benchmark prints its log even when it passes
+	}
+	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: level}))
 	plant, err := board.NewFirstOrderPlant(board.FirstOrderConfig{})
 	if err != nil {
 		t.Fatal(err)
