@@ -105,8 +105,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
 	}
-	bar := metrics.NewBar(stderr, len(subjects)**rollouts, 0, fmt.Sprintf("eval %s", *task), *quiet)
-	cfg.Progress = func(done, _ int) { bar.Set(done) }
+	cfg.Progress = evalProgress(stderr, len(subjects)**rollouts, *task, *quiet)
 	res, err := eval.Evaluate(ctx, cfg, subjects)
 	if errors.Is(err, eval.ErrConfig) {
 		return fmt.Errorf("%w: %w", errUsage, err)
@@ -114,7 +113,6 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	bar.Finish()
 	if *expertPath != "" {
 		if err := res.Filter(0, *filter); err != nil {
 			return err
@@ -146,6 +144,29 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stdout, "wrote %s (online results of %d latents)\n", *writeBank, len(bank.Latents))
 	}
 	return nil
+}
+
+// evalProgress is a progress bar on a terminal, and a line per tenth of the rollouts elsewhere
+// (a log file should not fill with carriage returns).
+func evalProgress(w io.Writer, total int, task string, quiet bool) func(done, total int) {
+	if quiet {
+		return nil
+	}
+	if bar := metrics.NewBar(w, total, 0, "eval "+task, false); bar != nil {
+		return func(done, _ int) {
+			bar.Set(done)
+			if done == total {
+				bar.Finish()
+			}
+		}
+	}
+	start, tenth := time.Now(), 0
+	return func(done, _ int) {
+		if 10*done/total > tenth {
+			tenth = 10 * done / total
+			fmt.Fprintf(w, "eval %s: %d of %d rollouts after %v\n", task, done, total, time.Since(start).Round(time.Second))
+		}
+	}
 }
 
 // sensorNoise is --noise: white noise of the magnitudes a Solo12's sensors show (encoder LSBs,

@@ -32,9 +32,12 @@ func TestEval(t *testing.T) {
 	}
 	out, written := filepath.Join(dir, "out"), filepath.Join(dir, "evaluated.npz")
 	code, stdout, stderr := dualforce("eval", "--bank", bankPath, "--expert", expertPath, "--task", "locomotion",
-		"--rollouts", "2", "--seconds", "0.5", "--out", out, "--write-bank", written, "--quiet", "--noise")
+		"--rollouts", "2", "--seconds", "0.5", "--out", out, "--write-bank", written, "--noise")
 	if code != 0 {
 		t.Fatalf("eval exited %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "eval locomotion: 4 of 4 rollouts") {
+		t.Errorf("progress lines: %q", stderr)
 	}
 	t.Log(stdout)
 	for _, want := range []string{"locomotion in flat: 2 rollouts of 0.5 s", "SMODICE-expert", "constant", "policy steps/s", "eval.png", "evaluated.npz"} {
