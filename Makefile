@@ -57,8 +57,9 @@ $(RUN_BANK):
 	bin/dualforce collect --task locomotion --scale test --out out/data/locomotion.npz
 	OPENBLAS_NUM_THREADS=1 bin/dualforce fit bc --offline out/data/locomotion.npz --mode expert --steps 4000 --out $@
 
-bench: setup ## run every benchmark with allocation counts
+bench: setup ## run every benchmark with allocation counts, and the runtime's 60 s real-time run
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(PKGS)
+	DUALFORCE_REALTIME_SECONDS=60 $(GO) test -count=1 -run TestRuntimeRealtimeOverEthernet -v ./cmd/skillrt | grep -E 'hil_test|^(ok|FAIL|---)' 
 
 fuzz: ## a short run of every fuzz target (FUZZTIME each, default 10s)
 	@set -e; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' .); do \

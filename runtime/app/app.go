@@ -35,6 +35,10 @@ type Options struct {
 	// RealtimePriority, when 1..99, runs every thread of the process with SCHED_FIFO at that
 	// priority (see hw/clock); without the privilege the runtime warns and goes on.
 	RealtimePriority int
+	// Link, when set, is the master-board link to use instead of opening the configured
+	// transport (tests that open a raw socket inside a network namespace; embedding). The
+	// runtime closes it on shutdown.
+	Link link.Conn
 	// StatusEvery logs a status line (mode, skill, fault, base velocity estimate, loop timing)
 	// at this interval; 0 logs none.
 	StatusEvery time.Duration
@@ -89,7 +93,7 @@ func Start(ctx context.Context, cfg config.Config, opts Options) (_ *Runtime, er
 	if err := rt.startCore(opts); err != nil {
 		return nil, err
 	}
-	if err := rt.startLink(ctx); err != nil {
+	if err := rt.startLink(ctx, opts.Link); err != nil {
 		return nil, err
 	}
 	if err := rt.startSensors(ctx); err != nil {
@@ -234,17 +238,19 @@ func (rt *Runtime) startCore(opts Options) error {
 	return err
 }
 
-func (rt *Runtime) startLink(ctx context.Context) error {
+func (rt *Runtime) startLink(ctx context.Context, given link.Conn) error {
 	t := rt.cfg.Transport
 	var name string
-	switch t.Kind {
-	case config.TransportEthernet:
+	switch {
+	case given != nil:
+		rt.conn, name = given, t.Kind+" (given)"
+	case t.Kind == config.TransportEthernet:
 		conn, err := link.OpenEthernet(t.Iface)
 		if err != nil {
 			return err
 		}
 		rt.conn, name = conn, t.Iface
-	case config.TransportUDP:
+	case t.Kind == config.TransportUDP:
 		conn, err := link.DialUDP(t.Addr)
 		if err != nil {
 			return err
