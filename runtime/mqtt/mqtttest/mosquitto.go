@@ -155,7 +155,7 @@ keyfile %s
 		m.log.Close()
 	})
 	m.Restart()
-	m.standby = m.prepareStandby()
+	m.PrepareRestart()
 	return m
 }
 
@@ -214,23 +214,27 @@ func (m *Mosquitto) start(stdin bool, program string, args ...string) (*process,
 	return p, in
 }
 
-// prepareStandby starts the broker of the next Restart ahead of time, so
-// that restart forks nothing. Forking from a process that runs real-time
-// (hw/clock.RealtimeProcess) stalls its other threads: measured here, each
-// process a runtime test started cost its 1 kHz control loop 3 to 15
-// missed periods, which a test of the loop's timing through a broker
-// outage must not mistake for the outage's doing.
-func (m *Mosquitto) prepareStandby() *standby {
+// PrepareRestart starts the broker process the next Restart wakes, so
+// that Restart itself starts no process; Start calls it once. Forking from
+// a process that runs real-time (hw/clock.RealtimeProcess) stalls its
+// other threads: measured here, each process a runtime test started cost
+// its 1 kHz control loop 3 to 15 missed periods, which a test of the
+// loop's timing through a broker outage must not mistake for the outage's
+// doing.
+func (m *Mosquitto) PrepareRestart() {
 	m.t.Helper()
+	if m.standby != nil {
+		return
+	}
 	// chrt and then sh exec in place, so the process is the broker once it runs.
 	p, in := m.start(true, "sh", "-c", `read go && exec mosquitto -c "$0"`, m.conf)
-	return &standby{process: p, stdin: in}
+	m.standby = &standby{process: p, stdin: in}
 }
 
 // Restart starts mosquitto, on the same port as before, and returns once it
-// accepts connections; it kills a running one first. The first Restart
-// after Start starts no process from the test's own: it wakes a broker
-// prepared by Start.
+// accepts connections; it kills a running one first. It wakes the broker
+// PrepareRestart started if there is one, and starts a new process
+// otherwise.
 func (m *Mosquitto) Restart() {
 	m.t.Helper()
 	m.Kill()

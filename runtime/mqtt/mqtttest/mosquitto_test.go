@@ -2,6 +2,7 @@ package mqtttest
 
 import (
 	"context"
+	"fmt"
 	"crypto/tls"
 	"net"
 	"strconv"
@@ -64,6 +65,19 @@ func TestMosquittoHarness(t *testing.T) {
 	after := m.Subscribe(t, Operator, "solo/v1/r1/#")
 	m.Publish(t, robot, state, []byte(`{"mode":"damp"}`), "-r")
 	after.WaitFor(t, 5*time.Second, "state after the restart", Containing(`"damp"`))
+
+	// Restart kills a running broker first; it wakes a prepared one or starts a new one.
+	for _, prepared := range []bool{true, false} {
+		if prepared {
+			m.PrepareRestart()
+		}
+		m.Restart()
+		mode := fmt.Sprintf(`{"mode":"stop","prepared":%v}`, prepared)
+		m.Publish(t, robot, state, []byte(mode), "-r")
+		if r := m.Retained(t, Operator, state); r != mode {
+			t.Fatalf("restart (prepared %v): retained %q", prepared, r)
+		}
+	}
 }
 
 func mustPort(t *testing.T, url string) int {
