@@ -2,8 +2,8 @@ package mqtttest
 
 import (
 	"context"
-	"fmt"
 	"crypto/tls"
+	"fmt"
 	"net"
 	"strconv"
 	"testing"
