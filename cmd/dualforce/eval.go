@@ -119,7 +119,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 	}
 	jsonPath, pngPath := filepath.Join(*out, "eval.json"), filepath.Join(*out, "eval.png")
-	if err := metrics.WriteFile(jsonPath, func(w io.Writer) error {
+	if err := skills.WriteFileAtomic(jsonPath, 0o644, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)

@@ -5,14 +5,13 @@ import (
 	"image/color"
 	"io"
 
+	"github.com/dualforce/dualforce/skills"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/palette/moreland"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
-
-	"github.com/dualforce/dualforce/trainer/metrics"
 )
 
 // maxCellLabels is the largest matrix whose heat-map cells are labelled with their values.
@@ -39,7 +38,7 @@ func WritePNG(path string, res *Result) error {
 	canvases := plot.Align([][]*plot.Plot{{returns, heat}}, tiles, dc)
 	returns.Draw(canvases[0][0])
 	heat.Draw(canvases[0][1])
-	return metrics.WriteFile(path, func(w io.Writer) error {
+	return skills.WriteFileAtomic(path, 0o644, func(w io.Writer) error {
 		_, err := vgimg.PngCanvas{Canvas: img}.WriteTo(w)
 		return err
 	})

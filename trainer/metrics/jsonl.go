@@ -10,6 +10,8 @@ import (
 	"math"
 	"os"
 	"strconv"
+
+	"github.com/dualforce/dualforce/skills"
 )
 
 // Num is a float64 that JSON-encodes NaN and infinities as null (JSON has no
@@ -93,7 +95,7 @@ func Resume(path string, upto int) (*Log, error) {
 			kept = append(kept, line)
 		}
 	}
-	err = WriteFile(path, func(w io.Writer) error {
+	err = skills.WriteFileAtomic(path, 0o644, func(w io.Writer) error {
 		for _, line := range kept {
 			if _, err := fmt.Fprintf(w, "%s\n", line); err != nil {
 				return err

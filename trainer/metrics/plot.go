@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 
+	"github.com/dualforce/dualforce/skills"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -82,7 +83,7 @@ func WritePNG(path, xLabel string, panels ...Panel) error {
 	for i := range plots {
 		plots[i][0].Draw(canvases[i][0])
 	}
-	return WriteFile(path, func(w io.Writer) error {
+	return skills.WriteFileAtomic(path, 0o644, func(w io.Writer) error {
 		_, err := vgimg.PngCanvas{Canvas: img}.WriteTo(w)
 		return err
 	})

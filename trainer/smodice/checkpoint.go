@@ -139,7 +139,7 @@ func WriteCheckpoint(path string, ck *Checkpoint) error {
 	if err != nil {
 		return fmt.Errorf("smodice: encode checkpoint: %w", err)
 	}
-	return metrics.WriteFile(path, func(w io.Writer) error {
+	return skills.WriteFileAtomic(path, 0o644, func(w io.Writer) error {
 		crc := crc32.New(crcTable)
 		if _, err := w.Write(checkpointMagic); err != nil {
 			return err

@@ -14,6 +14,7 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/dualforce/dualforce/skills"
 	"github.com/dualforce/dualforce/trainer/dataset"
 	"github.com/dualforce/dualforce/trainer/dice"
 	"github.com/dualforce/dualforce/trainer/disc"
@@ -291,7 +292,7 @@ func (d *Data) pretrain(ctx context.Context, cfg Config, opt Options, log *slog.
 	log.Info("discriminator", "held_out_accuracy", rep.HeldOutAccuracy, "expert_accuracy", rep.HeldOutExpertAccuracy,
 		"offline_accuracy", rep.HeldOutOfflineAccuracy, "logit_min", rep.LogitMin, "logit_max", rep.LogitMax,
 		"clipped_fraction", rep.ClippedFraction)
-	err = metrics.WriteFile(filepath.Join(opt.Dir, DiscFile), func(w io.Writer) error {
+	err = skills.WriteFileAtomic(filepath.Join(opt.Dir, DiscFile), 0o644, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
