@@ -166,7 +166,7 @@ func (rt *Runtime) logStatus(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if !rt.core.LoadState(&s) {
+		if !rt.core.LoadMonitor(&s) {
 			continue
 		}
 		skill := "none"

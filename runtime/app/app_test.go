@@ -112,10 +112,10 @@ func TestRuntimeEndToEnd(t *testing.T) {
 	waitFor(t, 5*time.Second, "running", func() bool { return c.Phase() == core.PhaseRun })
 	pub("cmd/skill", fmt.Sprintf(`{"id":"s1","issued_at":%q,"expires_in_ms":5000,"select":{"name":"lean"}}`, stamp()))
 	var snap corebus.Snapshot
-	waitFor(t, 5*time.Second, "skill 1 running", func() bool { return c.LoadState(&snap) && snap.Skill.Index == 1 })
+	waitFor(t, 5*time.Second, "skill 1 running", func() bool { return c.LoadMonitor(&snap) && snap.Skill.Index == 1 })
 	want := float64(skills.StandingPose[1]) + 0.3*math.Tanh(1)
 	waitFor(t, 5*time.Second, "FL_HFE at the lean skill's target", func() bool {
-		return math.Abs(c.Joints().Q[1]-want) < 0.02
+		return c.LoadMonitor(&snap) && math.Abs(snap.Robot.JointPos[1]-want) < 0.02
 	})
 
 	// Retained state for a late subscriber.
@@ -129,7 +129,7 @@ func TestRuntimeEndToEnd(t *testing.T) {
 	// A malformed command is rejected and changes nothing.
 	pub("cmd/skill", `{"id":"bad","select":`)
 	time.Sleep(100 * time.Millisecond)
-	if c.LoadState(&snap); snap.Skill.Index != 1 || c.Phase() != core.PhaseRun {
+	if c.LoadMonitor(&snap); snap.Skill.Index != 1 || c.Phase() != core.PhaseRun {
 		t.Fatalf("malformed command changed the robot: skill %d phase %v", snap.Skill.Index, c.Phase())
 	}
 

@@ -191,4 +191,5 @@ func (c *Core) publish(in *Input) {
 	s.Robot.BaseLinVel, s.Robot.BaseAngVel, s.Robot.Attitude = st.LinVel, st.AngVel, st.Attitude
 	s.Robot.JointPos, s.Robot.JointVel, s.Robot.JointTorque = c.js.Q, c.js.Qd, c.js.Tau
 	c.state.Store(s)
+	c.monitor.Store(s)
 }

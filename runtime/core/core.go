@@ -92,7 +92,8 @@ type Core struct {
 	offered   atomic.Pointer[offer]
 	commands  *corebus.Ring[corebus.Command]
 	outbox    *corebus.Ring[corebus.Event]
-	state     *corebus.Latest[corebus.Snapshot]
+	state     *corebus.Latest[corebus.Snapshot] // read by the MQTT adapter
+	monitor   *corebus.Latest[corebus.Snapshot] // read by one in-process observer (status log, tests)
 	snap      corebus.Snapshot
 	decim     uint64
 	est       *estimator.Estimator
@@ -108,6 +109,9 @@ type Core struct {
 	dropped   atomic.Uint64
 	phase     Phase
 	fault     string
+	// shared mirrors phase and fault for other goroutines: phase in the low byte, the fault's
+	// index in FaultCodes plus one above it (0: none). Written only when either changes.
+	shared atomic.Uint32
 	estop     bool
 	ticks     uint64
 	lastFresh time.Duration
@@ -148,6 +152,7 @@ func New(cfg Config, bank *Loaded) (*Core, error) {
 		commands: corebus.NewRing[corebus.Command](64),
 		outbox:   corebus.NewRing[corebus.Event](256),
 		state:    corebus.NewLatest[corebus.Snapshot](),
+		monitor:  corebus.NewLatest[corebus.Snapshot](),
 		decim:    uint64(bank.Bank.Contract.LinkHz / bank.Bank.Contract.PolicyHz),
 		velocity: cfg.Velocity, goal: cfg.Goal,
 		reasons:  newReasonTable(),
@@ -190,8 +195,13 @@ func (c *Core) PollEvent(dst *corebus.Event) bool { return c.outbox.Poll(dst) }
 // EventsDropped counts events lost because the outbox or a tick's event buffer was full.
 func (c *Core) EventsDropped() uint64 { return c.outbox.Dropped() + c.dropped.Load() }
 
-// LoadState copies the snapshot of the latest policy tick; false before the first.
+// LoadState copies the snapshot of the latest policy tick; false before the first. It has one
+// reader, the MQTT adapter; in-process observers use LoadMonitor.
 func (c *Core) LoadState(dst *corebus.Snapshot) bool { return c.state.Load(dst) }
+
+// LoadMonitor is LoadState for one in-process observer (the status log, a test), so that it
+// never competes with the adapter for the same buffer.
+func (c *Core) LoadMonitor(dst *corebus.Snapshot) bool { return c.monitor.Load(dst) }
 
 // OfferBank hands over the result of a bank load done off the control thread: a loaded bank, or
 // the error that refused the file at path. A bank is swapped in at the next policy tick at which
@@ -204,17 +214,35 @@ func (c *Core) OfferBank(b *Loaded, path string, err error, ref corebus.CommandR
 // Catalogue lists the running bank's skills. Safe from any goroutine.
 func (c *Core) Catalogue() *corebus.Catalogue { return c.catalogue.Load() }
 
-// Phase returns the current phase.
-func (c *Core) Phase() Phase { return c.phase }
+// Phase returns the current phase. Safe from any goroutine.
+func (c *Core) Phase() Phase { return Phase(c.shared.Load() & 0xff) }
 
-// Fault returns the latched fault code, "" when none.
-func (c *Core) Fault() string { return c.fault }
+// Fault returns the latched fault code, "" when none. Safe from any goroutine.
+func (c *Core) Fault() string {
+	if i := c.shared.Load() >> 8; i > 0 {
+		return FaultCodes[i-1]
+	}
+	return ""
+}
 
-// Estimate returns the estimator's current belief.
+// Estimate returns the estimator's current belief. Call it only from the goroutine that steps the
+// core (lockstep drivers, evaluation); other goroutines read LoadMonitor's snapshot.
 func (c *Core) Estimate() *estimator.State { return c.est.State() }
 
-// Joints returns the latest calibrated joint state.
+// Joints returns the latest calibrated joint state; the same rule as Estimate applies.
 func (c *Core) Joints() *solo12.JointState { return &c.js }
+
+// share publishes phase and fault to other goroutines.
+func (c *Core) share() {
+	var fi uint32
+	for i, code := range FaultCodes {
+		if code == c.fault {
+			fi = uint32(i + 1)
+		}
+	}
+	c.shared.Store(uint32(c.phase) | fi<<8)
+}
+
 
 // Step runs one link tick.
 func (c *Core) Step(in *Input, out *Output) {
@@ -257,6 +285,7 @@ func (c *Core) enter(p Phase, now time.Duration, reason string) {
 		return
 	}
 	c.phase, c.since = p, now
+	c.share()
 	c.emit(corebus.Event{Kind: corebus.EventModeChange, Mode: p.Mode(), Reason: reason})
 }
 

@@ -84,6 +84,7 @@ func (c *Core) trip(now time.Duration, code, reason string) {
 		return
 	}
 	c.fault = code
+	c.share()
 	c.emit(corebus.Event{Kind: corebus.EventFault, Fault: code, Reason: reason})
 	if c.phase != PhaseStop && c.phase != PhaseOff {
 		c.enter(PhaseDamp, now, code)
@@ -168,6 +169,7 @@ func (c *Core) reset(in *Input) (bool, string) {
 		return true, ""
 	}
 	c.fault, c.estop, c.overruns = "", false, 0
+	c.share()
 	c.emit(corebus.Event{Kind: corebus.EventFaultCleared, Reason: reasonReset})
 	return true, ""
 }
