@@ -111,7 +111,7 @@ type Core struct {
 	fault     string
 	// shared mirrors phase and fault for other goroutines: phase in the low byte, the fault's
 	// index in FaultCodes plus one above it (0: none). Written only when either changes.
-	shared atomic.Uint32
+	shared    atomic.Uint32
 	estop     bool
 	ticks     uint64
 	lastFresh time.Duration
@@ -242,7 +242,6 @@ func (c *Core) share() {
 	}
 	c.shared.Store(uint32(c.phase) | fi<<8)
 }
-
 
 // Step runs one link tick.
 func (c *Core) Step(in *Input, out *Output) {
