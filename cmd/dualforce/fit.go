@@ -13,7 +13,7 @@ import (
 )
 
 func init() {
-	register(command{name: "fit", summary: "fit an interim skill bank (bc)", run: runFit})
+	register(command{name: "fit", summary: "fit an interim skill bank (bc)", run: methods(fitUsage, "fit method", map[string]runFunc{"bc": runFitBC})})
 }
 
 const fitUsage = `Usage: dualforce fit <method> [flags]
@@ -21,21 +21,6 @@ const fitUsage = `Usage: dualforce fit <method> [flags]
 Methods:
   bc   behaviour cloning of one labelled behaviour of an offline dataset
 `
-
-func runFit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, fitUsage)
-		return usagef("missing method")
-	}
-	switch args[0] {
-	case "bc":
-		return runFitBC(ctx, args[1:], stdout, stderr)
-	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stdout, fitUsage)
-		return nil
-	}
-	return usagef("unknown fit method %q", args[0])
-}
 
 const fitBCUsage = `Usage: dualforce fit bc --offline FILE --mode expert|<mode> --out bank.npz [flags]
 

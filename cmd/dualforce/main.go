@@ -40,6 +40,30 @@ func register(c command) {
 	commands[c.name] = c
 }
 
+// runFunc is a command's (or a method's) entry point.
+type runFunc func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+
+// methods returns the run function of a command whose first argument names a method (train
+// smodice, fit bc): usage is its help text, what names the methods in error messages.
+func methods(usage, what string, byName map[string]runFunc) runFunc {
+	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		if len(args) == 0 {
+			fmt.Fprint(stderr, usage)
+			return usagef("missing method")
+		}
+		switch name := args[0]; name {
+		case "-h", "-help", "--help", "help":
+			fmt.Fprint(stdout, usage)
+			return nil
+		default:
+			if run, ok := byName[name]; ok {
+				return run(ctx, args[1:], stdout, stderr)
+			}
+		}
+		return usagef("unknown %s %q", what, args[0])
+	}
+}
+
 // errUsage marks a wrong command line.
 var errUsage = errors.New("usage")
 

@@ -15,7 +15,7 @@ import (
 )
 
 func init() {
-	register(command{name: "train", summary: "train a skill bank (smodice)", run: runTrain})
+	register(command{name: "train", summary: "train a skill bank (smodice)", run: methods(trainUsage, "training method", map[string]runFunc{"smodice": runTrainSMODICE})})
 }
 
 const trainUsage = `Usage: dualforce train <method> [flags]
@@ -24,21 +24,6 @@ Methods:
   smodice   SMODICE-expert: a state discriminator gives the imitation reward r_E, DICE with
             R = r_E weights the offline transitions, a policy clones them by weight
 `
-
-func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, trainUsage)
-		return usagef("missing method")
-	}
-	switch args[0] {
-	case "smodice":
-		return runTrainSMODICE(ctx, args[1:], stdout, stderr)
-	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stdout, trainUsage)
-		return nil
-	}
-	return usagef("unknown training method %q", args[0])
-}
 
 const trainSMODICEUsage = `Usage: dualforce train smodice --offline FILE [--expert FILE] --out DIR [flags]
 

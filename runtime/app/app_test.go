@@ -1,26 +1,18 @@
 package app
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"net"
 	"net/http"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/dualforce/dualforce/hw/board"
-	"github.com/dualforce/dualforce/hw/board/server"
-	"github.com/dualforce/dualforce/hw/link"
-	"github.com/dualforce/dualforce/runtime/config"
 	"github.com/dualforce/dualforce/runtime/core"
 	"github.com/dualforce/dualforce/runtime/corebus"
-	"github.com/dualforce/dualforce/runtime/recorder"
 	"github.com/dualforce/dualforce/skills"
 )
 
@@ -32,63 +24,21 @@ func TestRuntimeEndToEnd(t *testing.T) {
 			t.Skipf("%s not installed (Debian mosquitto-clients; make setup installs it)", bin)
 		}
 	}
-	dir := t.TempDir()
-	bankPath := filepath.Join(dir, "bank.npz")
-	if err := skills.WriteBank(bankPath, twoSkillBank(t)); err != nil {
-		t.Fatal(err)
-	}
-
-	// The emulated board, in real time on the UDP tunnel.
-	plant, err := board.NewFirstOrderPlant(board.FirstOrderConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := board.New(board.Config{}, plant)
-	if err != nil {
-		t.Fatal(err)
-	}
-	boardConn, err := link.ListenUDP("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	srvDone := make(chan error, 1)
-	go func() { srvDone <- server.New(b, boardConn, server.Options{Priority: 20}).Run(ctx) }()
-
-	cfg := config.Default()
-	cfg.RobotID = "solo-test"
-	cfg.Bank = bankPath
-	cfg.Transport = config.Transport{Kind: config.TransportUDP, Addr: boardConn.Addr().String()}
-	cfg.Calibration.Mode = config.CalibrationOffsets
-	cfg.Slider.Enabled = false
-	cfg.MQTT.Listen = freeAddr(t, "tcp")
+	cfg := testConfig(t)
 	cfg.Metrics.Listen = freeAddr(t, "tcp")
-	cfg.Recorder.Dir = filepath.Join(dir, "rec")
 	// This test shares two cores with the rest of the suite: give the loop slack instead of
-	// asserting real-time behaviour here (the HIL benchmarks measure that).
+	// asserting real-time behaviour here (the HIL tests measure that).
 	cfg.Limits.LoopOverrunBudget = 19
-	// Real-time priority for the whole process, as on the robot: a 1 kHz loop of an ordinary
-	// process stalls for tens of ms on a loaded machine (hw/clock's measurements), which the
-	// board and the core rightly treat as a lost link. Without the privilege it warns.
-	rt, err := Start(ctx, cfg, Options{RealtimePriority: 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runDone := make(chan error, 1)
-	go func() { runDone <- rt.Run(ctx) }()
-
-	c := rt.Core()
+	h := startHarness(t, cfg, Options{})
+	c := h.rt.Core()
 	waitFor(t, 10*time.Second, "standing", func() bool {
 		return c.Phase() == core.PhaseHold || c.Fault() != ""
 	})
 	if c.Fault() != "" {
 		t.Fatalf("fault %q while standing up (phase %v)", c.Fault(), c.Phase())
 	}
-	broker := "127.0.0.1"
-	host, port, _ := net.SplitHostPort(cfg.MQTT.Listen)
-	broker = host
-	prefix := "solo/v1/solo-test/"
+	broker, port, _ := net.SplitHostPort(cfg.MQTT.Listen)
+	prefix := "solo/v1/" + testRobot + "/"
 
 	pub := func(topic, payload string) {
 		t.Helper()
@@ -144,11 +94,7 @@ func TestRuntimeEndToEnd(t *testing.T) {
 		t.Fatalf("metrics without the loop period:\n%.500s", body)
 	}
 
-	cancel()
-	if err := <-runDone; err != nil {
-		t.Fatal(err)
-	}
-	<-srvDone
+	tm := h.stop(t)
 	_ = events.Process.Kill()
 	evBytes, _ := io.ReadAll(evOut)
 	for _, want := range []string{"skill_switch", "mode_change"} {
@@ -156,34 +102,19 @@ func TestRuntimeEndToEnd(t *testing.T) {
 			t.Errorf("no %s event seen by mosquitto_sub:\n%s", want, evBytes)
 		}
 	}
-	tm := rt.Timing()
 	t.Logf("loop: %d ticks, %d missed periods, %d overruns, period p50 %v p99 %v, compute p99 %v",
 		tm.Ticks, tm.Missed, tm.Overruns, tm.Period.Quantile(0.5), tm.Period.Quantile(0.99), tm.Compute.Quantile(0.99))
 
 	// The flight recording holds the run.
-	files, err := recorder.Recordings(cfg.Recorder.Dir, "")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("recordings %v %v", files, err)
-	}
-	r, err := recorder.Open(files[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	n, policy := 0, 0
-	for {
-		tick, err := r.Next()
-		if err != nil {
-			break
-		}
-		n++
-		if len(tick.Action) > 0 {
+	ticks := h.recording(t)
+	policy := 0
+	for _, tk := range ticks {
+		if tk.action != nil {
 			policy++
 		}
 	}
-	if n < 500 || policy == 0 {
-		t.Fatalf("recording holds %d ticks, %d policy ticks", n, policy)
+	if len(ticks) < 500 || policy == 0 {
+		t.Fatalf("recording holds %d ticks, %d policy ticks", len(ticks), policy)
 	}
-	t.Logf("recording %s: %d ticks, %d with a policy step", filepath.Base(files[0]), n, policy)
-	_ = json.Valid
+	t.Logf("recording: %d ticks, %d with a policy step", len(ticks), policy)
 }
