@@ -23,6 +23,7 @@ Usage:
   skillrt run --config robot.yaml [--auto-run] [--skill N]   the runtime (Ctrl-C stops: damp, then off)
   skillrt config                                             print an example config with every default
   skillrt op list|switch|mode|stop|estop|clear|watch ...     operator commands over MQTT (skillrt op --help)
+  skillrt replay [--bank B] flight-*.mcap ...                re-run the core on a recording; report the first divergence
 
 The config (YAML, unknown keys are errors) names the robot, the bank, the link (ethernet to the
 real board, udp to the simulator or the board emulator), calibration, safety limits, the slider
@@ -54,6 +55,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return configCmd(stdout)
 	case "op":
 		return opCmd(ctx, args[1:], stdout, stderr)
+	case "replay":
+		return replayCmd(args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "skillrt: unknown command %q\n\n%s", args[0], usage)
 	return 2

@@ -23,6 +23,7 @@ import (
 	"github.com/dualforce/dualforce/runtime/mqtt"
 	"github.com/dualforce/dualforce/runtime/recorder"
 	"github.com/dualforce/dualforce/skills"
+	"gopkg.in/yaml.v3"
 )
 
 // Options are the run-time choices that are not robot configuration.
@@ -62,10 +63,12 @@ type Runtime struct {
 	drv      *driver.RealTime
 	closers  []func() error
 	status   time.Duration
+	opts     Options
 
 	// control-thread state of the observer
 	tick      recorder.Tick
 	eventBuf  []byte
+	inputBuf  []byte
 	lastTick  time.Time
 	faultIdx  map[string]int
 	lastStats host.Stats
@@ -81,7 +84,7 @@ func Start(ctx context.Context, cfg config.Config, opts Options) (_ *Runtime, er
 	if log == nil {
 		log = slog.Default()
 	}
-	rt := &Runtime{cfg: cfg, log: log, eventBuf: make([]byte, 0, 1024), faultIdx: map[string]int{}}
+	rt := &Runtime{cfg: cfg, opts: opts, log: log, eventBuf: make([]byte, 0, 1024), inputBuf: make([]byte, 0, recorder.MaxInputBytes), faultIdx: map[string]int{}}
 	defer func() {
 		if err != nil {
 			rt.close()
@@ -191,17 +194,26 @@ func (rt *Runtime) close() {
 }
 
 func (rt *Runtime) startCore(opts Options) error {
-	cfg := &rt.cfg
+	rt.loader = driver.NewBankLoader()
+	c, err := NewCore(rt.cfg, opts, rt.loader.Request)
+	rt.core = c
+	return err
+}
+
+// NewCore builds the controller core exactly as the runtime does from cfg and opts (bank, rate
+// override, calibration, limits, gains, slider, switching); replay uses it to re-run a
+// recording. requestBank receives bank-load commands (nil refuses them).
+func NewCore(cfg config.Config, opts Options, requestBank func(corebus.Command) bool) (*core.Core, error) {
 	bank, err := skills.ReadBank(cfg.Bank)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if cfg.Rates.PolicyHz > 0 {
 		bank.Contract.PolicyHz = cfg.Rates.PolicyHz
 	}
 	loaded, err := core.Load(bank, cfg.Bank, 1)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cc := core.DefaultConfig(bank)
 	cc.Skill, cc.AutoRun = opts.Skill, opts.AutoRun
@@ -232,10 +244,8 @@ func (rt *Runtime) startCore(opts Options) error {
 	}
 	cc.SliderRequired = cfg.Slider.Enabled
 	cc.Switching.Enabled, cc.Switching.Clearance = cfg.Obstacle.Enabled, cfg.Obstacle.ClearanceM
-	rt.loader = driver.NewBankLoader()
-	cc.RequestBank = rt.loader.Request
-	rt.core, err = core.New(cc, loaded)
-	return err
+	cc.RequestBank = requestBank
+	return core.New(cc, loaded)
 }
 
 func (rt *Runtime) startLink(ctx context.Context, given link.Conn) error {
@@ -346,7 +356,7 @@ func (rt *Runtime) startObservers() error {
 	if r := rt.cfg.Recorder; r.Dir != "" {
 		rec, err := recorder.New(recorder.Options{
 			Dir: r.Dir, MaxFileBytes: int64(r.MaxFileMB) << 20, MaxFiles: r.MaxFiles, MaxFileDuration: r.MaxFileDuration,
-			Metadata: map[string]string{"robot_id": rt.cfg.RobotID, "bank": rt.cfg.Bank},
+			Metadata: rt.recordingMetadata(),
 			Logger:   rt.log,
 		})
 		if err != nil {
@@ -356,6 +366,22 @@ func (rt *Runtime) startObservers() error {
 		rt.closers = append(rt.closers, rec.Close)
 	}
 	return nil
+}
+
+// Metadata keys of a recording that replay needs to rebuild the core.
+const (
+	MetaConfig  = "config_yaml"
+	MetaAutoRun = "auto_run"
+	MetaSkill   = "skill"
+)
+
+func (rt *Runtime) recordingMetadata() map[string]string {
+	m := map[string]string{"robot_id": rt.cfg.RobotID, "bank": rt.cfg.Bank,
+		MetaAutoRun: strconv.FormatBool(rt.opts.AutoRun), MetaSkill: strconv.Itoa(rt.opts.Skill)}
+	if y, err := yaml.Marshal(rt.cfg); err == nil {
+		m[MetaConfig] = string(y)
+	}
+	return m
 }
 
 func (rt *Runtime) fillPerception(_ time.Duration, p *core.Perception) {
@@ -415,6 +441,8 @@ func (rt *Runtime) observe(in *core.Input, out *core.Output) {
 		rt.eventBuf = appendEvent(rt.eventBuf, &out.Events[i])
 	}
 	t.Events = rt.eventBuf
+	rt.inputBuf = rt.core.AppendInputRecord(rt.inputBuf[:0], in, out)
+	t.Input = rt.inputBuf
 	_ = rt.recorder.Record(t) // a full ring drops the tick and counts it; control never waits
 }
 

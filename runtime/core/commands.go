@@ -22,6 +22,10 @@ const (
 func (c *Core) drainCommands(in *Input) {
 	var cmd corebus.Command
 	for c.commands.Poll(&cmd) {
+		if c.nApplied < len(c.applied) {
+			c.applied[c.nApplied] = cmd
+			c.nApplied++
+		}
 		ok, why := c.apply(in, &cmd)
 		if cmd.ID != "" || cmd.ReplyTo != "" {
 			c.emit(corebus.Event{Kind: corebus.EventCommandDone, OK: ok, Reason: why,

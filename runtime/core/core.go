@@ -76,9 +76,15 @@ type Output struct {
 	PolicyTick bool      // the policy ran this tick
 	Obs        []float32 // the normalised observation, on policy ticks
 	Action     []float32 // the policy's action, on policy ticks
+	// Applied are the operator commands taken from the queue at this tick, for the flight
+	// recorder (replay offers them again before the same tick).
+	Applied []corebus.Command
 }
 
-const maxEvents = 16
+const (
+	maxEvents    = 16
+	commandQueue = 64
+)
 
 // Core is the controller. Step it from one goroutine; Submit, OfferBank, State and Catalogue
 // may be called from others.
@@ -106,6 +112,8 @@ type Core struct {
 	reasons   reasonTable
 	events    [maxEvents]corebus.Event
 	nEvents   int
+	applied   [commandQueue]corebus.Command
+	nApplied  int
 	dropped   atomic.Uint64
 	phase     Phase
 	fault     string
@@ -149,7 +157,7 @@ func New(cfg Config, bank *Loaded) (*Core, error) {
 	}
 	c := &Core{
 		cfg: cfg, limits: cfg.Limits, bank: bank, est: est,
-		commands: corebus.NewRing[corebus.Command](64),
+		commands: corebus.NewRing[corebus.Command](commandQueue),
 		outbox:   corebus.NewRing[corebus.Event](256),
 		state:    corebus.NewLatest[corebus.Snapshot](),
 		monitor:  corebus.NewLatest[corebus.Snapshot](),
@@ -245,7 +253,7 @@ func (c *Core) share() {
 
 // Step runs one link tick.
 func (c *Core) Step(in *Input, out *Output) {
-	c.nEvents = 0
+	c.nEvents, c.nApplied = 0, 0
 	out.PolicyTick, out.Obs, out.Action = false, nil, nil
 	c.ticks++
 	if in.Fresh && in.Sensor != nil {
@@ -270,6 +278,7 @@ func (c *Core) Step(in *Input, out *Output) {
 		c.publish(in)
 	}
 	out.Events = c.events[:c.nEvents]
+	out.Applied = c.applied[:c.nApplied]
 }
 
 func (c *Core) calibrated() bool { return c.phase >= PhaseStandUp }

@@ -18,6 +18,7 @@ const (
 	TopicObservation = "/policy/observation"
 	TopicAction      = "/policy/action"
 	TopicEvents      = "/events"
+	TopicInput       = "/runtime/input"
 )
 
 // Metadata record names of a recording.
@@ -41,6 +42,7 @@ const (
 	kindObservation
 	kindAction
 	kindEvents
+	kindInput
 )
 
 // channelDef is one channel and its schema; the channel and schema IDs are the kind.
@@ -69,6 +71,10 @@ var channelDefs = []channelDef{
 		`"tick":{"type":"integer","description":"link tick"},` +
 		`"event":{"type":"object","description":"an event the runtime reported as JSON"},` +
 		`"text":{"type":"string","description":"an event the runtime reported as text"}}}`},
+	{kindInput, TopicInput, "dualforce.core.input.v1", "dualforce.core.Input", "text",
+		"The runtime core's inputs of one tick besides the sensor payload, as runtime/core's " +
+			"AppendInputRecord writes them and DecodeInputRecord reads them: time, fresh/overrun flags, " +
+			"slider box state, perception on policy ticks, operator commands applied."},
 }
 
 func valuesSchema(description string) string {

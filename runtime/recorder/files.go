@@ -204,6 +204,11 @@ func (o *rotator) writeTick(s *slot) error {
 			return err
 		}
 	}
+	if len(s.input) > 0 {
+		if err := put(kindInput, s.input); err != nil {
+			return err
+		}
+	}
 	return eventLines(s.events, func(line []byte) error {
 		o.scratch = appendEvent(o.scratch[:0], s.index, line)
 		return put(kindEvents, o.scratch)

@@ -259,6 +259,11 @@ func (r *Reader) add(t *Tick, kind channelKind, data []byte) error {
 		if t.Events, err = decodeEvent(t.Events, data); err != nil {
 			return r.corrupt("tick %d: event: %v", t.Index, err)
 		}
+	case kindInput:
+		if len(t.Input) > 0 || len(data) > MaxInputBytes {
+			return r.corrupt("tick %d: input record of %d bytes (one of at most %d)", t.Index, len(data), MaxInputBytes)
+		}
+		t.Input = append(t.Input, data...)
 	}
 	return nil
 }
@@ -275,7 +280,7 @@ func (r *Reader) finishTick() *Tick {
 
 func resetTick(t *Tick) {
 	t.Sensor, t.Command = t.Sensor[:0], t.Command[:0]
-	t.Observation, t.Action, t.Events = t.Observation[:0], t.Action[:0], t.Events[:0]
+	t.Observation, t.Action, t.Events, t.Input = t.Observation[:0], t.Action[:0], t.Events[:0], t.Input[:0]
 }
 
 // lexNext is the lexer's Next with the library's panics on some malformed chunk headers turned

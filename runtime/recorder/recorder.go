@@ -41,7 +41,14 @@ type Tick struct {
 	// Options.MaxEventBytes bytes in all). Empty lines are skipped; the reader returns every
 	// line ended by '\n'.
 	Events []byte
+	// Input is the runtime core's other inputs of this tick (time, flags, slider state,
+	// perception, operator commands applied), encoded by runtime/core so that replay can re-run
+	// the core; at most MaxInputBytes bytes.
+	Input []byte
 }
+
+// MaxInputBytes bounds Tick.Input.
+const MaxInputBytes = 4096
 
 // Options configure a Recorder. Zero fields take the defaults noted.
 type Options struct {

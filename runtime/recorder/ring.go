@@ -19,6 +19,7 @@ type slot struct {
 	action     [ActionLen]float32
 	obs        []float32 // a window of the ring's shared backing array
 	events     []byte    // likewise
+	input      []byte    // likewise
 }
 
 // ring is a single-producer single-consumer queue of slots. The producer owns head and the
@@ -40,9 +41,11 @@ func newRing(ticks, maxObs, maxEvents int) *ring {
 	r := &ring{slots: make([]slot, n), mask: uint64(n - 1), maxObs: maxObs, maxEvents: maxEvents}
 	obs := make([]float32, n*maxObs)
 	events := make([]byte, n*maxEvents)
+	input := make([]byte, n*MaxInputBytes)
 	for i := range r.slots {
 		r.slots[i].obs = obs[i*maxObs : i*maxObs : (i+1)*maxObs]
 		r.slots[i].events = events[i*maxEvents : i*maxEvents : (i+1)*maxEvents]
+		r.slots[i].input = input[i*MaxInputBytes : i*MaxInputBytes : (i+1)*MaxInputBytes]
 	}
 	return r
 }
@@ -54,7 +57,7 @@ func (r *ring) fits(t *Tick) bool {
 	return (len(t.Sensor) == 0 || len(t.Sensor) == proto.SensorLen) &&
 		(len(t.Command) == 0 || len(t.Command) == proto.CommandLen) &&
 		(len(t.Action) == 0 || len(t.Action) == ActionLen) &&
-		len(t.Observation) <= r.maxObs && len(t.Events) <= r.maxEvents && t.UnixNano >= 0
+		len(t.Observation) <= r.maxObs && len(t.Events) <= r.maxEvents && len(t.Input) <= MaxInputBytes && t.UnixNano >= 0
 }
 
 // push copies t into the next free slot; false when the ring is full. Producer only.
@@ -70,6 +73,7 @@ func (r *ring) push(t *Tick) bool {
 	s.hasAction = copy(s.action[:], t.Action) > 0
 	s.obs = append(s.obs[:0], t.Observation...)
 	s.events = append(s.events[:0], t.Events...)
+	s.input = append(s.input[:0], t.Input...)
 	r.head.Store(h + 1)
 	return true
 }

@@ -1,0 +1,81 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/dualforce/dualforce/hw/slider"
+	"github.com/dualforce/dualforce/runtime/corebus"
+)
+
+func sampleRecord(t testing.TB) []byte {
+	t.Helper()
+	c := &Core{decim: 1}
+	snap := slider.Snapshot{Latched: true}
+	p := Perception{Valid: true, Position: [3]float64{1, 2, 3}, Yaw: 0.5}
+	p.HeightMap[7] = -0.2
+	in := Input{Now: 1234 * time.Millisecond, Fresh: true, Overrun: true, Slider: &snap, Perception: &p}
+	out := Output{Applied: []corebus.Command{
+		{Kind: corebus.KindSkill, ID: "s", ReplyTo: "r", IssuedAt: time.Unix(5, 6), Lifetime: time.Second,
+			Skill: corebus.SkillSelection{By: corebus.SelectByLatent, Latent: []float32{0.5, -1}}},
+		{Kind: corebus.KindGoal, Goal: corebus.Goal{X: 1, Y: -2, Yaw: 0.3}, BankPath: "/b.npz"},
+	}}
+	return c.AppendInputRecord(nil, &in, &out)
+}
+
+func TestInputRecordRoundTrip(t *testing.T) {
+	var r InputRecord
+	if err := DecodeInputRecord(sampleRecord(t), &r); err != nil {
+		t.Fatal(err)
+	}
+	in := r.Input
+	if in.Now != 1234*time.Millisecond || !in.Fresh || !in.Overrun || in.Slider == nil || !in.Slider.Latched ||
+		in.Perception == nil || in.Perception.Position != [3]float64{1, 2, 3} || in.Perception.HeightMap[7] != -0.2 {
+		t.Fatalf("input %+v", in)
+	}
+	if len(r.Commands) != 2 || r.Commands[0].ID != "s" || r.Commands[0].Skill.Latent[1] != -1 ||
+		!r.Commands[0].IssuedAt.Equal(time.Unix(5, 6)) || r.Commands[1].Goal.Y != -2 || r.Commands[1].BankPath != "/b.npz" {
+		t.Fatalf("commands %+v", r.Commands)
+	}
+}
+
+func TestInputRecordMalformed(t *testing.T) {
+	good := sampleRecord(t)
+	cases := map[string][]byte{
+		"empty":         nil,
+		"wrong version": append([]byte{9}, good[1:]...),
+		"trailing":      append(append([]byte{}, good...), 0),
+	}
+	for _, n := range []int{1, 5, 9, 10, 40, len(good) - 1} {
+		cases[fmt.Sprintf("truncated to %d bytes", n)] = good[:n]
+	}
+	for name, data := range cases {
+		var r InputRecord
+		if err := DecodeInputRecord(data, &r); !errors.Is(err, ErrInputRecord) {
+			t.Errorf("%s: err %v", name, err)
+		}
+	}
+}
+
+func FuzzDecodeInputRecord(f *testing.F) {
+	f.Add(sampleRecord(f))
+	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var r InputRecord
+		_ = DecodeInputRecord(data, &r)
+	})
+}
+
+func TestAppendInputRecordDoesNotAllocate(t *testing.T) {
+	c := &Core{decim: 1}
+	snap := slider.Snapshot{}
+	p := Perception{Valid: true}
+	in := Input{Fresh: true, Slider: &snap, Perception: &p}
+	out := Output{Applied: []corebus.Command{{Kind: corebus.KindMode, ID: "m", Mode: corebus.ModeRun}}}
+	buf := make([]byte, 0, 4096)
+	if n := testing.AllocsPerRun(100, func() { buf = c.AppendInputRecord(buf[:0], &in, &out) }); n != 0 {
+		t.Fatalf("%v allocations", n)
+	}
+}
