@@ -3,9 +3,10 @@ SHELL := /bin/bash
 GO ?= go
 PKGS := ./...
 # Debian packages the project's tests and tools need (MuJoCo, OpenBLAS, a real MQTT broker and
-# clients, socat for serial tests, iproute2 for network namespaces, numpy/torch for interop checks).
-APT_PACKAGES := libmujoco-dev libopenblas-dev mosquitto mosquitto-clients socat iproute2 \
-	python3-numpy python3-torch
+# clients, socat for serial tests, iproute2 for network namespaces, numpy for interop checks).
+APT_PACKAGES := libmujoco-dev libopenblas-dev mosquitto mosquitto-clients socat iproute2 python3-numpy
+# PyTorch (CPU) only for the side-by-side training benchmark: make bench installs it.
+BENCH_APT_PACKAGES := python3-torch
 STATICCHECK_VERSION := v0.7.0
 GOBIN := $(shell $(GO) env GOPATH)/bin
 FUZZTIME ?= 10s
@@ -18,7 +19,7 @@ help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 10
 
 setup: ## install missing apt packages and Go tools (idempotent; needs root for apt)
-	@missing=""; for p in $(APT_PACKAGES); do \
+	@missing=""; for p in $(APT_PACKAGES) $(EXTRA_APT_PACKAGES); do \
 		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -57,7 +58,8 @@ $(RUN_BANK):
 	bin/dualforce collect --task locomotion --scale test --out out/data/locomotion.npz
 	OPENBLAS_NUM_THREADS=1 bin/dualforce fit bc --offline out/data/locomotion.npz --mode expert --steps 4000 --out $@
 
-bench: setup ## run every benchmark with allocation counts, and the runtime's 60 s real-time run
+bench: ## run every benchmark with allocation counts, and the runtime's 60 s real-time run
+	@$(MAKE) --no-print-directory setup EXTRA_APT_PACKAGES="$(BENCH_APT_PACKAGES)"
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(PKGS)
 	DUALFORCE_REALTIME_SECONDS=60 $(GO) test -count=1 -run TestRuntimeRealtimeOverEthernet -v ./cmd/skillrt | grep -E 'hil_test|^(ok|FAIL|---)' 
 
