@@ -167,3 +167,37 @@ func TestOpenEthernetWithoutCapNetRaw(t *testing.T) {
 		}
 	}
 }
+
+// TestEthernetSpin checks that polling before blocking changes only how a frame is waited for:
+// frames arrive whether they come during the spin or after it, the read timeout holds, and a
+// spinning reader still sees Close.
+func TestEthernetSpin(t *testing.T) {
+	a, b := linktest.VethPair(t)
+	host, board := openEthernetIn(t, a), openEthernetIn(t, b)
+	host.SetSpin(2 * time.Millisecond)
+	setTimeout(t, 50*time.Millisecond, host)
+	buf := make([]byte, proto.MaxFrameLen)
+	for _, delay := range []time.Duration{0, 10 * time.Millisecond} { // within and after the spin
+		f := frame(t, board.LocalMAC(), proto.SensorLen, 3)
+		go func() {
+			time.Sleep(delay)
+			_ = board.WriteFrame(f)
+		}()
+		n, err := host.ReadFrame(buf)
+		if err != nil || !bytes.Equal(buf[:n], f) {
+			t.Fatalf("delay %v: %d bytes, %v", delay, n, err)
+		}
+	}
+	start := time.Now()
+	if _, err := host.ReadFrame(buf); !errors.Is(err, link.ErrTimeout) {
+		t.Fatalf("no frame: %v, want a timeout", err)
+	}
+	if waited := time.Since(start); waited < 50*time.Millisecond {
+		t.Fatalf("timed out after %v, before the 50 ms asked", waited)
+	}
+	host.SetSpin(time.Hour)
+	go func() { time.Sleep(5 * time.Millisecond); host.Close() }()
+	if _, err := host.ReadFrame(buf); !errors.Is(err, link.ErrClosed) {
+		t.Fatalf("read while closing: %v, want ErrClosed", err)
+	}
+}
