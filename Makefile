@@ -34,9 +34,15 @@ build: ## build every binary into bin/
 	@mkdir -p bin
 	$(GO) build -o bin/ ./cmd/...
 
+# Packages whose tests run 1 kHz loops in real time (hardware-in-the-loop, MQTT outages): they
+# run one at a time after the rest, so the suite does not starve its own control loops.
+REALTIME_PKGS := ./hw/host ./hw/board/server ./sim/robotboard ./runtime/app ./runtime/mqtt \
+	./cmd/skillrt ./cmd/linkcheck ./cmd/solo12sim
+
 test: setup ## vet and run every test, including the privileged hardware-in-the-loop ones
 	$(GO) vet $(PKGS)
-	$(GO) test -timeout $(TEST_TIMEOUT) -count=1 $(PKGS)
+	$(GO) test -timeout $(TEST_TIMEOUT) -count=1 $$($(GO) list $(PKGS) | grep -vxF "$$($(GO) list $(REALTIME_PKGS))")
+	$(GO) test -timeout $(TEST_TIMEOUT) -count=1 -p 1 $(REALTIME_PKGS)
 
 RUN_SECONDS ?= 0
 RUN_WORLD ?= flat

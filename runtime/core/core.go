@@ -128,6 +128,9 @@ type Core struct {
 	since     time.Duration // when the current phase started
 
 	standFrom  [12]float64
+	// standLower and standUpper are the joint limits during stand-up: a robot that collapsed
+	// with its motors off may start beyond a limit, and may move back inside but not further out.
+	standLower, standUpper [12]float64
 	targets    [12]float64 // the policy's targets, held between policy ticks
 	held       [12]float64 // what is commanded, slewed towards targets
 	action     [12]float32
@@ -307,6 +310,11 @@ func (c *Core) emit(e corebus.Event) {
 	c.outbox.Offer(e)
 }
 
+// standUpSlack is how far (rad) past the further of its limit and its start a joint may go during
+// the stand-up before the supervisor trips: a robot that collapsed with its motors off sinks on
+// a little after the PD takes hold (about 0.2 rad at the hips of the simulated Solo12).
+const standUpSlack = 0.3
+
 // driverMode enables every motor with odri's 5 ms driver timeout, and with index compensation
 // after an index search: calibrated positions count from the index. Under offsets calibration
 // the encoders' current zero is trusted, which index compensation would move to the first
@@ -337,6 +345,7 @@ func (c *Core) act(in *Input, out *Output, policyTick bool) {
 				c.enter(PhaseCalibrate, in.Now, reasonReady)
 			} else {
 				c.jmap.Offset = c.cfg.Offsets
+				c.jmap.ReadSensor(in.Sensor, &c.js) // this tick's joints, now with the offsets
 				c.startStandUp(in.Now)
 			}
 		}
@@ -397,6 +406,10 @@ func (c *Core) act(in *Input, out *Output, policyTick bool) {
 
 func (c *Core) startStandUp(now time.Duration) {
 	c.standFrom = c.js.Q
+	for j, q := range c.js.Q {
+		c.standLower[j] = min(c.limits.JointLower[j], q) - standUpSlack
+		c.standUpper[j] = max(c.limits.JointUpper[j], q) + standUpSlack
+	}
 	c.est.Reset()
 	c.enter(PhaseStandUp, now, reasonStandUp)
 }

@@ -136,13 +136,17 @@ func (c *Core) supervise(in *Input) {
 		return
 	}
 	l := &c.limits
+	lower, upper := &l.JointLower, &l.JointUpper
+	if c.phase == PhaseStandUp {
+		lower, upper = &c.standLower, &c.standUpper
+	}
 	for j := range c.js.Q {
 		q, qd := c.js.Q[j], c.js.Qd[j]
 		switch {
 		case math.IsNaN(q+qd) || math.IsInf(q+qd, 0):
 			c.trip(in.Now, faultNonFinite, reasonNonFiniteIn)
 			return
-		case q < l.JointLower[j] || q > l.JointUpper[j]:
+		case q < lower[j] || q > upper[j]:
 			c.trip(in.Now, faultJointLimit, c.reasons.jointLimit[j])
 			return
 		case math.Abs(qd) > l.MaxJointVelocity:

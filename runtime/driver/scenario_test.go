@@ -210,3 +210,21 @@ func (r *rig) awaitBankLoad(t *testing.T) {
 		time.Sleep(50 * time.Microsecond)
 	}
 }
+
+// A robot that collapsed with its motors off may lie with a joint beyond its software limit:
+// standing up brings it back inside without a fault, and once standing the limit applies.
+func TestStandUpFromBeyondTheLimits(t *testing.T) {
+	// The encoders count from power-on, so the offsets say where the joints were: FL_HFE at
+	// 1.6 rad, past its 1.45 rad limit.
+	r := newRig(t, skillstest.Constant(t, skillstest.Locomotion(t), [12]float32{}), func(cfg *core.Config) {
+		cfg.Offsets[1] = 1.6
+	})
+	r.until(500, "stand-up starts", func() bool { return r.core.Phase() == core.PhaseStandUp })
+	if q := r.core.Joints().Q[1]; q < 1.5 {
+		t.Fatalf("FL_HFE starts at %.3f rad, want beyond the 1.45 limit", q)
+	}
+	r.standing()
+	if f := r.core.Fault(); f != "" {
+		t.Fatalf("fault %q standing up from beyond a limit", f)
+	}
+}
