@@ -127,18 +127,18 @@ type Core struct {
 	overruns  int
 	since     time.Duration // when the current phase started
 
-	standFrom  [12]float64
+	standFrom [12]float64
 	// standLower and standUpper are the joint limits during stand-up: a robot that collapsed
 	// with its motors off may start beyond a limit, and may move back inside but not further out.
 	standLower, standUpper [12]float64
-	targets    [12]float64 // the policy's targets, held between policy ticks
-	held       [12]float64 // what is commanded, slewed towards targets
-	action     [12]float32
-	prevAction [12]float32
-	slot       int
-	active     corebus.ActiveSkill
-	velocity   [3]float64
-	goal       [3]float64
+	targets                [12]float64 // the policy's targets, held between policy ticks
+	held                   [12]float64 // what is commanded, slewed towards targets
+	action                 [12]float32
+	prevAction             [12]float32
+	slot                   int
+	active                 corebus.ActiveSkill
+	velocity               [3]float64
+	goal                   [3]float64
 }
 
 type offer struct {
