@@ -109,14 +109,19 @@ func Start(ctx context.Context, cfg config.Config, opts Options) (_ *Runtime, er
 		return nil, err
 	}
 	if opts.RealtimePriority > 0 {
-		if restore, err := clock.RealtimeProcess(opts.RealtimePriority); err != nil {
+		// Every thread real-time, so the Go scheduler's own threads hand the control loop its
+		// CPU without waiting behind other programs; but at the lowest priority, so that the
+		// control thread (raised to RealtimePriority by the driver) preempts everything else
+		// of ours: SCHED_FIFO does not time-slice between equals, and a TLS handshake or a
+		// bank load must never hold the loop's CPU.
+		if restore, err := clock.RealtimeProcess(1); err != nil {
 			log.Warn("running without real-time priority", "err", err)
 		} else {
 			rt.closers = append(rt.closers, restore)
 		}
 	}
 	rt.status = opts.StatusEvery
-	rt.drv = &driver.RealTime{Core: rt.core, Link: rt.session, Slider: rt.box, Observe: rt.observe}
+	rt.drv = &driver.RealTime{Core: rt.core, Link: rt.session, Slider: rt.box, Observe: rt.observe, Priority: opts.RealtimePriority}
 	if rt.percept != nil {
 		rt.drv.Perception = rt.fillPerception
 	}

@@ -34,6 +34,9 @@ type RealTime struct {
 	Slider *slider.Box
 	// Observe runs after each command went out (so a recorder can take both payloads).
 	Observe Observer
+	// Priority, when 1..99, runs the loop's thread at that SCHED_FIFO priority; without the
+	// privilege the loop runs at ordinary priority.
+	Priority int
 
 	stats Timing
 }
@@ -54,6 +57,11 @@ func (d *RealTime) Timing() *Timing { return &d.stats }
 func (d *RealTime) Run(ctx context.Context) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	if d.Priority > 0 {
+		if restore, err := clock.Realtime(d.Priority); err == nil {
+			defer func() { _ = restore() }()
+		}
+	}
 	period := cmp(d.Period, time.Millisecond)
 	slack := cmp(d.Slack, period/2)
 	budget := cmp(d.Budget, period/2)
