@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dualforce/dualforce/hw/link"
 	"github.com/dualforce/dualforce/hw/link/linktest"
 	"github.com/dualforce/dualforce/runtime/app"
 	"github.com/dualforce/dualforce/runtime/config"
@@ -40,15 +39,7 @@ func realtimeSeconds(t *testing.T) time.Duration {
 // the cards' 10 kHz PD) on the other end: stand up, then run a skill that holds the pose.
 func TestRuntimeRealtimeOverEthernet(t *testing.T) {
 	a, b := linktest.VethPair(t)
-	open := func(ns *linktest.Namespace) *link.Ethernet {
-		var e *link.Ethernet
-		if err := ns.Do(func() (err error) { e, err = link.OpenEthernet(ns.Interface()); return err }); err != nil {
-			t.Fatal(err)
-		}
-		return e
-	}
-	boardConn, hostConn := open(a), open(b)
-	t.Cleanup(func() { boardConn.Close() })
+	boardConn, hostConn := a.OpenEthernet(t), b.OpenEthernet(t)
 
 	robot, err := robotboard.New(robotboard.Config{Substeps: 10})
 	if err != nil {

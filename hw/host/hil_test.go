@@ -23,20 +23,6 @@ import (
 // and a robot's control loop runs with real-time priority too.
 const hilPriority = 30
 
-// openIn opens a raw socket on ns's veth end; it is closed before the namespaces are deleted.
-func openIn(tb testing.TB, ns *linktest.Namespace) *link.Ethernet {
-	tb.Helper()
-	var e *link.Ethernet
-	if err := ns.Do(func() (err error) {
-		e, err = link.OpenEthernet(ns.Interface())
-		return err
-	}); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { e.Close() })
-	return e
-}
-
 // serveBoard runs an emulated board with a first-order plant on conn until the test ends.
 func serveBoard(tb testing.TB, conn *link.Ethernet, cfg board.Config, lockstep bool, priority int) *server.Server {
 	tb.Helper()
@@ -98,8 +84,8 @@ func TestHardwareInTheLoop(t *testing.T) {
 	}
 	realtimeProcess(t)
 	hostNS, boardNS := linktest.VethPair(t)
-	boardConn := openIn(t, boardNS)
-	hostConn := openIn(t, hostNS)
+	boardConn := boardNS.OpenEthernet(t)
+	hostConn := hostNS.OpenEthernet(t)
 	srv := serveBoard(t, boardConn, board.Config{AlignmentTicks: 100}, false, hilPriority+10)
 	log, _ := newLogger()
 	cfg := host.Config{Interface: hostNS.Interface(), MAC: hostConn.LocalMAC(), Logger: log}
@@ -207,7 +193,7 @@ func TestHardwareInTheLoop(t *testing.T) {
 	// 4. While host 2 controls the robot, a rival host cannot connect or command, and a
 	// listener follows along. Their sockets open now, as a program's would: a socket open all
 	// along would hold stale frames of earlier sessions.
-	rivalConn, listenConn := openIn(t, hostNS), openIn(t, hostNS)
+	rivalConn, listenConn := hostNS.OpenEthernet(t), hostNS.OpenEthernet(t)
 	rivalDone := make(chan error, 1)
 	go func() { rivalDone <- rival(rivalConn, listenConn, cfg) }()
 	const followB = -2.0
@@ -311,7 +297,7 @@ func BenchmarkRoundTripVeth(b *testing.B) {
 
 func benchRoundTripVeth(b *testing.B, spin time.Duration) {
 	hostNS, boardNS := linktest.VethPair(b)
-	boardConn, hostConn := openIn(b, boardNS), openIn(b, hostNS)
+	boardConn, hostConn := boardNS.OpenEthernet(b), hostNS.OpenEthernet(b)
 	boardConn.SetSpin(spin)
 	hostConn.SetSpin(spin)
 	// No real-time priority here: on this VM a real-time thread is woken on another CPU by an

@@ -21,10 +21,10 @@ import (
 
 func TestEthernetInVethPair(t *testing.T) {
 	a, b := linktest.VethPair(t)
-	host, board := openEthernetIn(t, a), openEthernetIn(t, b)
+	host, board := a.OpenEthernet(t), b.OpenEthernet(t)
 	// A second program on the host's interface: its frames leave the host, so our socket must
 	// not read them back.
-	neighbour := openEthernetIn(t, a)
+	neighbour := a.OpenEthernet(t)
 	setTimeout(t, time.Second, host, board, neighbour)
 	buf := make([]byte, proto.MaxFrameLen)
 
@@ -173,7 +173,7 @@ func TestOpenEthernetWithoutCapNetRaw(t *testing.T) {
 // spinning reader still sees Close.
 func TestEthernetSpin(t *testing.T) {
 	a, b := linktest.VethPair(t)
-	host, board := openEthernetIn(t, a), openEthernetIn(t, b)
+	host, board := a.OpenEthernet(t), b.OpenEthernet(t)
 	host.SetSpin(2 * time.Millisecond)
 	setTimeout(t, 50*time.Millisecond, host)
 	buf := make([]byte, proto.MaxFrameLen)

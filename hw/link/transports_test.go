@@ -51,24 +51,8 @@ func openUDP(tb testing.TB) linkPair {
 
 func openEthernet(tb testing.TB) linkPair {
 	a, b := linktest.VethPair(tb)
-	host, board := openEthernetIn(tb, a), openEthernetIn(tb, b)
+	host, board := a.OpenEthernet(tb), b.OpenEthernet(tb)
 	return linkPair{host: host, board: board, hostMAC: host.LocalMAC(), boardMAC: board.LocalMAC()}
-}
-
-// openEthernetIn opens a raw socket on the namespace's veth end; it is closed before the
-// namespaces are deleted (cleanups run last-in first-out).
-func openEthernetIn(tb testing.TB, ns *linktest.Namespace) *link.Ethernet {
-	tb.Helper()
-	var e *link.Ethernet
-	err := ns.Do(func() (err error) {
-		e, err = link.OpenEthernet(ns.Interface())
-		return err
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { e.Close() })
-	return e
 }
 
 // frame builds a master-board frame from src around a payload of n bytes starting at fill.

@@ -12,7 +12,6 @@ import (
 
 	"github.com/dualforce/dualforce/hw/clock"
 	"github.com/dualforce/dualforce/hw/host"
-	"github.com/dualforce/dualforce/hw/link"
 	"github.com/dualforce/dualforce/hw/link/linktest"
 	"github.com/dualforce/dualforce/hw/perception"
 	"github.com/dualforce/dualforce/sim/robotboard"
@@ -30,20 +29,6 @@ const (
 
 // realtimeSubsteps runs the motor cards' PD at their 10 kHz in real time.
 const realtimeSubsteps = 10
-
-// openIn opens a raw socket on ns's veth end; it is closed before the namespaces are deleted.
-func openIn(tb testing.TB, ns *linktest.Namespace) *link.Ethernet {
-	tb.Helper()
-	var e *link.Ethernet
-	if err := ns.Do(func() (err error) {
-		e, err = link.OpenEthernet(ns.Interface())
-		return err
-	}); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { e.Close() })
-	return e
-}
 
 // realtimeThread locks the calling goroutine to its thread with SCHED_FIFO when permitted.
 func realtimeThread(tb testing.TB) {
@@ -157,7 +142,7 @@ func runHIL(tb testing.TB, d time.Duration) hilResult {
 		})
 	}
 	hostNS, boardNS := linktest.VethPair(tb)
-	boardConn, hostConn := openIn(tb, boardNS), openIn(tb, hostNS)
+	boardConn, hostConn := boardNS.OpenEthernet(tb), hostNS.OpenEthernet(tb)
 	r := newRobot(tb, robotboard.Config{Substeps: realtimeSubsteps, Seed: 3})
 	rx, tx := perceptionLink(tb)
 	srv := serve(tb, r, boardConn, robotboard.ServeOptions{MAC: boardConn.LocalMAC(), Priority: boardPriority, Perception: tx})
