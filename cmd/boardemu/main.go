@@ -61,19 +61,15 @@ func run(args []string, stderr io.Writer) int {
 	imuStart := fs.Duration("imu-startup", 0, "the IMU reports all zeros for this long after start, as a real one does")
 	priority := fs.Int("rt-priority", 20, "SCHED_FIFO priority of the process (0: ordinary scheduling); without CAP_SYS_NICE it warns and goes on")
 	every := fs.Duration("stats", 10*time.Second, "log board statistics this often (0: never)")
-	level := fs.String("log-level", "info", "debug, info, warn or error")
+	var level slog.Level
+	fs.TextVar(&level, "log-level", slog.LevelInfo, "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
 	}
-	var lv slog.Level
-	if err := lv.UnmarshalText([]byte(*level)); err != nil {
-		fmt.Fprintln(stderr, "boardemu: --log-level:", err)
-		return 2
-	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	if fs.NArg() > 0 || *version > 0xffff || *absent > 0x3f || *alignment < time.Millisecond || *imuStart < 0 ||
 		*priority < 0 || *priority > 99 {
 		fmt.Fprintln(stderr, "boardemu: bad arguments (see --help): extra words, a protocol version above 65535, "+

@@ -15,7 +15,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"--help"}, 0, "WAITING_FOR_INIT"},
 		{[]string{"--absent-drivers", "64"}, 2, "bad arguments"},
 		{[]string{"--alignment", "0s"}, 2, "bad arguments"},
-		{[]string{"--log-level", "loud"}, 2, "--log-level"},
+		{[]string{"--log-level", "loud"}, 2, "log-level"},
 		{[]string{"--transport", "carrier-pigeon", "--rt-priority", "0"}, 1, "unknown --transport"},
 		{[]string{"--transport", "ethernet", "--rt-priority", "0"}, 1, "needs --iface"},
 		{[]string{"--listen", "256.0.0.1:1", "--rt-priority", "0"}, 1, "cannot open the link"},

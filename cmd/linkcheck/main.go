@@ -70,16 +70,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.UintVar(&o.session, "session", 0, "session id (0: random)")
 	fs.BoolVar(&o.listen, "listen", false, "listener mode: send nothing, follow the session another program runs")
 	fs.IntVar(&o.priority, "rt-priority", 20, "SCHED_FIFO priority of the process (0: ordinary scheduling); without CAP_SYS_NICE it warns and goes on")
-	level := fs.String("log-level", "info", "debug, info, warn or error")
+	var level slog.Level
+	fs.TextVar(&level, "log-level", slog.LevelInfo, "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
-		return 2
-	}
-	var lv slog.Level
-	if err := lv.UnmarshalText([]byte(*level)); err != nil {
-		fmt.Fprintln(stderr, "linkcheck: --log-level:", err)
 		return 2
 	}
 	if fs.NArg() > 0 || o.duration < 0 || o.session > 0xffff || o.priority < 0 || o.priority > 99 ||
@@ -88,7 +84,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			"ethernet or udp, a negative duration, a session id above 65535 or a priority outside 0..99")
 		return 2
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
 	conn, cfg, err := open(o)
 	if err != nil {

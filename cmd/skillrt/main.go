@@ -10,10 +10,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 )
 
@@ -82,12 +80,4 @@ func parse(fs *flag.FlagSet, args []string) int {
 		return 2
 	}
 	return -1
-}
-
-func newLogger(w io.Writer, level string) (*slog.Logger, error) {
-	var lv slog.Level
-	if err := lv.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
-		return nil, fmt.Errorf("log level %q: want debug, info, warn or error", level)
-	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lv})), nil
 }

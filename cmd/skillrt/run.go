@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"time"
 
 	"github.com/dualforce/dualforce/runtime/app"
@@ -26,15 +27,12 @@ func runCmd(ctx context.Context, args []string, stderr io.Writer) int {
 	skill := fs.Int("skill", 0, "bank latent to start with (index)")
 	status := fs.Duration("status", time.Second, "log a status line this often (0: never)")
 	priority := fs.Int("rt-priority", 20, "SCHED_FIFO priority of the process (0: ordinary); without CAP_SYS_NICE it warns and goes on")
-	level := fs.String("log-level", "info", "debug, info, warn or error")
+	var level slog.Level
+	fs.TextVar(&level, "log-level", slog.LevelInfo, "debug, info, warn or error")
 	if code := parse(fs, args); code >= 0 {
 		return code
 	}
-	log, err := newLogger(stderr, *level)
-	if err != nil {
-		fmt.Fprintln(stderr, "skillrt:", err)
-		return 2
-	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	if *path == "" {
 		fmt.Fprintln(stderr, "skillrt run: --config is required (skillrt config prints an example)")
 		return 2
