@@ -16,11 +16,15 @@ import (
 func BenchmarkLockstepPipe(b *testing.B) {
 	r := startBoard(b, board.Config{}, server.Options{Lockstep: true})
 	log, _ := newLogger()
-	s := host.New(r.host, host.Config{Logger: log})
+	benchRoundTrips(b, host.New(r.host, host.Config{Logger: log}), enableAll(1, 0.01, 0.5))
+}
+
+// benchRoundTrips connects s, then times command/sensor round trips and reports the session's
+// latency percentiles; it fails on any lost packet.
+func benchRoundTrips(b *testing.B, s *host.Session, cmd proto.Command) {
 	if _, err := s.Connect(context.Background()); err != nil {
 		b.Fatal(err)
 	}
-	cmd := enableAll(1, 0.01, 0.5)
 	var in proto.Sensor
 	b.ReportAllocs()
 	for b.Loop() {
@@ -32,6 +36,9 @@ func BenchmarkLockstepPipe(b *testing.B) {
 		}
 	}
 	st := s.Stats()
+	if st.CommandLoss != 0 || st.SensorLoss != 0 {
+		b.Fatalf("lost packets: %+v", st)
+	}
 	b.ReportMetric(float64(st.LatencyP50.Nanoseconds())/1e3, "p50-us")
 	b.ReportMetric(float64(st.LatencyP99.Nanoseconds())/1e3, "p99-us")
 }

@@ -307,25 +307,5 @@ func benchRoundTripVeth(b *testing.B, spin time.Duration) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	log, _ := newLogger()
-	s := host.New(hostConn, host.Config{Interface: hostNS.Interface(), MAC: hostConn.LocalMAC(), Logger: log})
-	if _, err := s.Connect(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	cmd := enableAll(1, 0.01, 0)
-	var in proto.Sensor
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := s.Send(&cmd); err != nil {
-			b.Fatal(err)
-		}
-		if err := s.Receive(&in); err != nil {
-			b.Fatal(err)
-		}
-	}
-	st := s.Stats()
-	if st.CommandLoss != 0 || st.SensorLoss != 0 {
-		b.Fatalf("lost packets: %+v", st)
-	}
-	b.ReportMetric(float64(st.LatencyP50.Nanoseconds())/1e3, "p50-us")
-	b.ReportMetric(float64(st.LatencyP99.Nanoseconds())/1e3, "p99-us")
+	benchRoundTrips(b, host.New(hostConn, host.Config{Interface: hostNS.Interface(), MAC: hostConn.LocalMAC(), Logger: log}), enableAll(1, 0.01, 0))
 }
