@@ -29,6 +29,13 @@ func locomotionSet(n int) (*dataset.Offline, []float32) {
 	for i := range o.Obs {
 		o.Obs[i], o.NextObs[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
 	}
+	// Episodes of 50 steps, chained as collected data are: s'_i = s_{i+1}
+	// inside an episode.
+	for i := range n - 1 {
+		if (i+1)%50 != 0 {
+			copy(o.NextObs[i*obsDim:(i+1)*obsDim], o.Obs[(i+1)*obsDim:(i+2)*obsDim])
+		}
+	}
 	for i := range o.Act {
 		o.Act[i] = float32(2*rng.Float64() - 1)
 	}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/dualforce/dualforce/trainer/dataset"
 	"github.com/dualforce/dualforce/trainer/nn"
@@ -64,6 +65,13 @@ type Trainer struct {
 	piOpt *nn.Adam[float32]
 
 	u, logJac []float32 // unsquashed dataset actions
+	// nextIsRow[i] says that transition i's next observation is transition
+	// i+1's observation (every step inside an episode), so the weight pass
+	// reuses V(s_{i+1}) instead of evaluating V on it a second time.
+	nextIsRow []bool
+	vObs      []float32 // V on every observation, from the weight pass
+	gather    []float32 // next observations the weight pass evaluates itself
+	gatherIdx []int
 
 	vTape, piTape nn.Tape[float32]
 	vIn, dV       []float32
@@ -114,9 +122,22 @@ func New(data *dataset.Offline, reward []float32, cfg Config) (*Trainer, error) 
 		piObs: make([]float32, b*d), piU: make([]float32, b*data.ActDim),
 		piJac: make([]float32, b), piW: make([]float32, b),
 		delta: make([]float64, n), w: make([]float64, n),
+		nextIsRow: chainedRows(data), vObs: make([]float32, n),
+		gather: make([]float32, cfg.ChunkRows*d), gatherIdx: make([]int, 0, cfg.ChunkRows),
 	}
 	nn.Unsquash(data.Act, data.ActDim, t.u, t.logJac)
 	return t, nil
+}
+
+// chainedRows reports for every transition whether its next observation is,
+// bit for bit, the observation of the transition that follows it.
+func chainedRows(data *dataset.Offline) []bool {
+	n, d := data.Len(), data.ObsDim
+	chained := make([]bool, n)
+	for i := range n - 1 {
+		chained[i] = slices.Equal(data.NextObs[i*d:(i+1)*d], data.Obs[(i+1)*d:(i+2)*d])
+	}
+	return chained
 }
 
 // dualLoss returns L = (1-gamma) mean_j v0_j + log mean_b exp(delta_b) with
@@ -177,26 +198,46 @@ func (t *Trainer) ValueStep() float64 {
 	return loss
 }
 
-// Weights computes delta for every transition of the set in chunks of
-// ChunkRows and returns w = softmax(delta) over the whole set. The slice is
-// the trainer's and is overwritten by the next call.
+// Weights computes delta for every transition of the set and returns
+// w = softmax(delta) over the whole set. V is evaluated in chunks of
+// ChunkRows: once on every observation, and on a next observation only
+// where it is not the following transition's observation (episode ends).
+// The slice is the trainer's and is overwritten by the next call.
 func (t *Trainer) Weights() []float64 {
 	n, d, g := t.data.Len(), t.data.ObsDim, t.cfg.Gamma
 	for start := 0; start < n; start += t.cfg.ChunkRows {
 		rows := min(t.cfg.ChunkRows, n-start)
-		vNext := t.V.Forward(&t.vTape, t.data.NextObs[start*d:(start+rows)*d], rows)
-		for k, x := range vNext {
-			notDone := 1.0
-			if t.data.Terminal[start+k] {
-				notDone = 0
-			}
-			t.delta[start+k] = float64(t.reward[start+k]) + g*notDone*float64(x)
+		copy(t.vObs[start:], t.V.Forward(&t.vTape, t.data.Obs[start*d:(start+rows)*d], rows))
+	}
+	setDelta := func(i int, vNext float32) {
+		notDone := 1.0
+		if t.data.Terminal[i] {
+			notDone = 0
 		}
-		v := t.V.Forward(&t.vTape, t.data.Obs[start*d:(start+rows)*d], rows)
-		for k, x := range v {
-			t.delta[start+k] -= float64(x)
+		t.delta[i] = float64(t.reward[i]) + g*notDone*float64(vNext) - float64(t.vObs[i])
+	}
+	flush := func() {
+		if len(t.gatherIdx) == 0 {
+			return
+		}
+		vNext := t.V.Forward(&t.vTape, t.gather[:len(t.gatherIdx)*d], len(t.gatherIdx))
+		for k, i := range t.gatherIdx {
+			setDelta(i, vNext[k])
+		}
+		t.gatherIdx = t.gatherIdx[:0]
+	}
+	for i := range n {
+		if t.nextIsRow[i] {
+			setDelta(i, t.vObs[i+1])
+			continue
+		}
+		t.gatherObs(t.gather, t.data.NextObs, i, len(t.gatherIdx))
+		t.gatherIdx = append(t.gatherIdx, i)
+		if len(t.gatherIdx) == t.cfg.ChunkRows {
+			flush()
 		}
 	}
+	flush()
 	nn.Softmax(t.delta, t.w)
 	return t.w
 }

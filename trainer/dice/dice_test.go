@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -109,8 +110,28 @@ func smallConfig() Config {
 	return cfg
 }
 
+// TestWeightsAreTheWholeSetSoftmax checks the chunked weight pass against
+// a direct softmax, on transitions whose next observations are independent
+// and on the same transitions chained into episodes (s'_i = s_{i+1}), where
+// the pass reuses V(s_{i+1}).
 func TestWeightsAreTheWholeSetSoftmax(t *testing.T) {
-	data, reward, _ := syntheticSet(2345, 3) // not a multiple of the chunk size
+	independent, reward, _ := syntheticSet(2345, 3) // not a multiple of the chunk size
+	chained := *independent
+	chained.NextObs = slices.Clone(independent.NextObs)
+	for i := range chained.Len() - 1 {
+		if !chained.Timeout[i] {
+			copy(chained.NextObs[2*i:2*i+2], chained.Obs[2*i+2:2*i+4])
+		}
+	}
+	for _, c := range []struct {
+		name string
+		data *dataset.Offline
+	}{{"independent", independent}, {"chained", &chained}} {
+		t.Run(c.name, func(t *testing.T) { checkWholeSetSoftmax(t, c.data, reward) })
+	}
+}
+
+func checkWholeSetSoftmax(t *testing.T, data *dataset.Offline, reward []float32) {
 	tr, err := New(data, reward, smallConfig())
 	if err != nil {
 		t.Fatal(err)
