@@ -16,6 +16,9 @@ type ModeSummary struct {
 	datafile.Mode
 	MeanReward     float64
 	MeanBaseHeight float64
+	// MeanReturn and StdReturn (sample standard deviation) are over the mode's episodes: the
+	// withheld reward summed from each episode start to its last transition.
+	MeanReturn, StdReturn float64
 }
 
 // Range is the spread of a group of values.
@@ -60,15 +63,22 @@ func Summarize(o *datafile.Offline) *Summary {
 	}
 	rewards := make([]float64, len(m.Modes))
 	heights := make([]float64, len(m.Modes))
+	returns := make([][]float64, len(m.Modes))
 	for i, md := range o.Withheld.Mode {
-		rewards[md] += float64(o.Withheld.Reward[i])
+		r := float64(o.Withheld.Reward[i])
+		rewards[md] += r
 		heights[md] += float64(o.Withheld.BasePosition[3*i+2])
+		if d.EpisodeStart[i] || len(returns[md]) == 0 {
+			returns[md] = append(returns[md], 0)
+		}
+		returns[md][len(returns[md])-1] += r
 	}
 	for i, md := range m.Modes {
 		ms := ModeSummary{Mode: md}
 		if md.Transitions > 0 {
 			ms.MeanReward = rewards[i] / float64(md.Transitions)
 			ms.MeanBaseHeight = heights[i] / float64(md.Transitions)
+			ms.MeanReturn, ms.StdReturn = meanStd(returns[i])
 		}
 		s.Modes = append(s.Modes, ms)
 	}
@@ -98,6 +108,21 @@ func WriteRanges(w io.Writer, ranges []Range) error {
 		fmt.Fprintf(tw, "%s\t%d\t%.4g\t%.4g\t%.4g\t%.4g\t%d\n", f.Name, f.Dims, f.Min, f.Max, f.Mean, f.Std, f.WidestDim)
 	}
 	return tw.Flush()
+}
+
+// meanStd returns the mean and the sample standard deviation (0 for fewer than two values).
+func meanStd(x []float64) (mean, std float64) {
+	for _, v := range x {
+		mean += v
+	}
+	mean /= float64(len(x))
+	if len(x) < 2 {
+		return mean, 0
+	}
+	for _, v := range x {
+		std += (v - mean) * (v - mean)
+	}
+	return mean, math.Sqrt(std / float64(len(x)-1))
 }
 
 func b2i(b bool) int {
@@ -154,9 +179,9 @@ func (s *Summary) WriteText(w io.Writer) error {
 	fmt.Fprintf(tw, "%d transitions (%d expert) in %d episodes: %d end in a fall (terminal), %d in a timeout\n",
 		s.Transitions, s.ExpertTransitions, s.Episodes, s.Terminals, s.Timeouts)
 	fmt.Fprintln(tw, "NaN/Inf: none (every column checked on read)")
-	fmt.Fprintln(tw, "\nmode\texpert\ttransitions\tepisodes\tfalls\tgoal reached\tmean reward\tmean base height (m)")
+	fmt.Fprintln(tw, "\nmode\texpert\ttransitions\tepisodes\tfalls\tgoal reached\tmean reward\tepisode return\tmean base height (m)")
 	for _, m := range s.Modes {
-		fmt.Fprintf(tw, "%s\t%v\t%d\t%d\t%d\t%d\t%.3f\t%.3f\n", m.Name, m.Expert, m.Transitions, m.Episodes, m.Falls, m.GoalReached, m.MeanReward, m.MeanBaseHeight)
+		fmt.Fprintf(tw, "%s\t%v\t%d\t%d\t%d\t%d\t%.3f\t%.1f ± %.1f\t%.3f\n", m.Name, m.Expert, m.Transitions, m.Episodes, m.Falls, m.GoalReached, m.MeanReward, m.MeanReturn, m.StdReturn, m.MeanBaseHeight)
 	}
 	fmt.Fprintln(tw)
 	if err := tw.Flush(); err != nil {

@@ -3,6 +3,7 @@ package inspect
 import (
 	"bytes"
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,6 +64,10 @@ func TestSummary(t *testing.T) {
 	}
 	if m := s.Modes[1]; m.Name != "random" || m.MeanReward < 0.549 || m.MeanReward > 0.551 || m.MeanBaseHeight < 0.2549 || m.MeanBaseHeight > 0.2551 {
 		t.Fatalf("random mode %+v", m)
+	}
+	// Episodes of the random mode: rewards 0.4+0.5 and 0.6+0.7.
+	if m := s.Modes[1]; math.Abs(m.MeanReturn-1.1) > 1e-6 || math.Abs(m.StdReturn-math.Sqrt(0.08)) > 1e-6 {
+		t.Fatalf("random mode episode return %v ± %v, want 1.1 ± %v", m.MeanReturn, m.StdReturn, math.Sqrt(0.08))
 	}
 	var jp Range
 	for _, f := range s.Fields {
