@@ -25,7 +25,9 @@ type Config struct {
 	Batch, InitBatch int
 	// ValueSteps and PolicySteps are gradient steps per Iterate. Each
 	// Iterate also makes one pass over the whole set for the weights, which
-	// costs about as much as 2N/(3*Batch) value steps.
+	// costs about as much as N/(3*Batch) value steps (V runs once per
+	// observation: a next observation inside an episode is the following
+	// transition's observation).
 	ValueSteps, PolicySteps int
 	// ChunkRows bounds the rows per forward pass of the whole-set pass.
 	ChunkRows int
