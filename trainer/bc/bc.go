@@ -121,7 +121,10 @@ func Fit(ctx context.Context, d *smodice.Data, sel Selection, cfg Config, progre
 	}
 	uniform := make([]float64, sub.Len())
 	for i := range uniform {
-		uniform[i] = 1 / float64(len(uniform))
+		uniform[i] = 1
+	}
+	if err := tr.SetPolicyWeights(uniform); err != nil {
+		return nil, Report{}, err
 	}
 	bar := metrics.NewBar(progress, cfg.Steps, 0, "BC "+sel.Label, quiet)
 	rep := Report{Transitions: sub.Len()}
@@ -130,7 +133,7 @@ func Fit(ctx context.Context, d *smodice.Data, sel Selection, cfg Config, progre
 			bar.Finish()
 			return nil, Report{}, ctx.Err()
 		}
-		rep.FinalLoss = tr.PolicyStep(uniform) // with w = 1/n the loss is the batch mean
+		rep.FinalLoss = tr.PolicyStep()
 		bar.Set(step + 1)
 	}
 	bar.Finish()

@@ -100,15 +100,17 @@ func BenchmarkUpdate8192(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			w := tr.Weights()
+			if err := tr.SetPolicyWeights(tr.Weights()); err != nil {
+				b.Fatal(err)
+			}
 			tr.ValueStep()
-			tr.PolicyStep(w)
+			tr.PolicyStep()
 			fastest := time.Duration(math.MaxInt64)
 			b.ReportAllocs()
 			for b.Loop() {
 				start := time.Now()
 				tr.ValueStep()
-				tr.PolicyStep(w)
+				tr.PolicyStep()
 				fastest = min(fastest, time.Since(start))
 			}
 			meanMs := float64(b.Elapsed().Microseconds()) / 1000 / float64(b.N)

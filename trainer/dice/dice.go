@@ -82,6 +82,7 @@ type Trainer struct {
 	piObs, piU    []float32
 	piJac, piW    []float32
 	delta, w      []float64
+	cdf           []float64 // cumulative policy weights (SetPolicyWeights)
 	iteration     int
 }
 
@@ -123,11 +124,14 @@ func New(data *dataset.Offline, reward []float32, cfg Config) (*Trainer, error) 
 		r: make([]float32, b), notDone: make([]float32, b), deltaBatch: make([]float64, b),
 		piObs: make([]float32, b*d), piU: make([]float32, b*data.ActDim),
 		piJac: make([]float32, b), piW: make([]float32, b),
-		delta: make([]float64, n), w: make([]float64, n),
+		delta: make([]float64, n), w: make([]float64, n), cdf: make([]float64, n),
 		nextIsRow: chainedRows(data), vObs: make([]float32, n),
 		gather: make([]float32, cfg.ChunkRows*d), gatherIdx: make([]int, 0, cfg.ChunkRows),
 	}
 	nn.Unsquash(data.Act, data.ActDim, t.u, t.logJac)
+	for k := range t.piW {
+		t.piW[k] = 1 / float32(b) // every drawn sample counts once: see PolicyStep
+	}
 	return t, nil
 }
 
@@ -244,19 +248,54 @@ func (t *Trainer) Weights() []float64 {
 	return t.w
 }
 
-// PolicyStep takes one Adam step of weighted behaviour cloning: it maximises
-// (N/B) sum_b w_b log pi(a_b|s_b) over Batch transitions drawn uniformly
-// (the paper's unbiased batch form of sum_{D_O} w log pi), and returns the
-// batch loss -(N/B) sum_b w_b log pi(a_b|s_b).
-func (t *Trainer) PolicyStep(w []float64) float64 {
+// SetPolicyWeights fixes the distribution PolicyStep draws transitions
+// from: w over the whole set (non-negative, not all zero; it need not sum
+// to 1). The trainer keeps its cumulative sums, not w.
+func (t *Trainer) SetPolicyWeights(w []float64) error {
+	if len(w) != t.data.Len() {
+		return fmt.Errorf("%w: %d weights for %d transitions", ErrPolicyWeights, len(w), t.data.Len())
+	}
+	sum := 0.0
+	for i, x := range w {
+		if !(x >= 0) || math.IsInf(x, 0) {
+			return fmt.Errorf("%w: w[%d] = %v", ErrPolicyWeights, i, x)
+		}
+		sum += x
+		t.cdf[i] = sum
+	}
+	if !(sum > 0) || math.IsInf(sum, 0) {
+		return fmt.Errorf("%w: they sum to %v", ErrPolicyWeights, sum)
+	}
+	return nil
+}
+
+// ErrPolicyWeights reports weights PolicyStep cannot draw from.
+var ErrPolicyWeights = errors.New("dice: unusable policy weights")
+
+// drawWeighted returns a transition drawn with probability w_i / sum w.
+// u is in (0, total], so the first cumulative sum >= u belongs to a
+// transition of positive weight.
+func (t *Trainer) drawWeighted() int {
+	total := t.cdf[len(t.cdf)-1]
+	u := total * (1 - t.rng.Float64())
+	i, _ := slices.BinarySearch(t.cdf, u)
+	return min(i, len(t.cdf)-1)
+}
+
+// PolicyStep takes one Adam step of weighted behaviour cloning on the
+// weights of the last SetPolicyWeights: it draws Batch transitions with
+// probability w (importance resampling) and maximises their mean
+// log-likelihood, an unbiased estimate of sum_{D_O} w log pi(a|s) whose
+// every sample carries weight 1; uniform draws weighted by N w_b would give
+// the same gradient in expectation with a variance that grows as the
+// weights concentrate. It returns the batch loss -(1/B) sum_b log pi(a_b|s_b).
+func (t *Trainer) PolicyStep() float64 {
 	b, a := t.cfg.Batch, t.data.ActDim
-	scale := float64(t.data.Len()) / float64(b)
 	for k := range b {
-		i := t.rng.IntN(t.data.Len())
+		i := t.drawWeighted()
 		t.gatherObs(t.piObs, t.data.Obs, i, k)
 		copy(t.piU[k*a:(k+1)*a], t.u[i*a:(i+1)*a])
 		t.piJac[k] = t.logJac[i]
-		t.piW[k] = float32(scale * w[i])
 	}
 	t.Pi.Net.ZeroGrad()
 	loss := t.Pi.WeightedNLL(&t.piTape, t.piObs, t.piU, t.piJac, t.piW, b)
@@ -283,19 +322,26 @@ func (d Diagnostics) LogValue() slog.Value {
 	)
 }
 
+// ErrDiverged reports weights that are no longer a distribution: the value
+// network's outputs overflowed or became NaN.
+var ErrDiverged = errors.New("dice: training diverged")
+
 // Iterate runs ValueSteps value steps, one whole-set weight pass and
-// PolicySteps policy steps, and returns the diagnostics and the weights
-// (the trainer's slice, see Weights).
-func (t *Trainer) Iterate() (Diagnostics, []float64) {
+// PolicySteps policy steps drawn by those weights, and returns the
+// diagnostics and the weights (the trainer's slice, see Weights).
+func (t *Trainer) Iterate() (Diagnostics, []float64, error) {
 	t.iteration++
 	diag := Diagnostics{Iteration: t.iteration}
 	for range t.cfg.ValueSteps {
 		diag.ValueLoss = t.ValueStep()
 	}
 	w := t.Weights()
+	if err := t.SetPolicyWeights(w); err != nil {
+		return diag, w, fmt.Errorf("%w at iteration %d: %w", ErrDiverged, t.iteration, err)
+	}
 	for range t.cfg.PolicySteps {
-		diag.PolicyLoss = t.PolicyStep(w)
+		diag.PolicyLoss = t.PolicyStep()
 	}
 	diag.Weights = Summarise(w)
-	return diag, w
+	return diag, w, nil
 }

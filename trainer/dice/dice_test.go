@@ -178,7 +178,9 @@ func TestSMODICEImitatesTheExpert(t *testing.T) {
 	var diag Diagnostics
 	var w []float64
 	for k := range 400 {
-		diag, w = tr.Iterate()
+		if diag, w, err = tr.Iterate(); err != nil {
+			t.Fatal(err)
+		}
 		if k%100 == 0 || k == 399 {
 			mass, err := ExpertMass(w, isExpert)
 			if err != nil {
@@ -298,5 +300,88 @@ func TestNewRejectsBadInput(t *testing.T) {
 				t.Fatalf("New returned %v", err)
 			}
 		})
+	}
+}
+
+func TestSetPolicyWeightsRefusesWhatItCannotDrawFrom(t *testing.T) {
+	data, reward, _ := syntheticSet(50, 9)
+	tr, err := New(data, reward, smallConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ones := func(edit func(w []float64)) []float64 {
+		w := make([]float64, data.Len())
+		for i := range w {
+			w[i] = 1
+		}
+		if edit != nil {
+			edit(w)
+		}
+		return w
+	}
+	for _, c := range []struct {
+		name string
+		w    []float64
+	}{
+		{"short", ones(nil)[:49]},
+		{"negative", ones(func(w []float64) { w[3] = -1e-9 })},
+		{"NaN", ones(func(w []float64) { w[0] = math.NaN() })},
+		{"infinite", ones(func(w []float64) { w[49] = math.Inf(1) })},
+		{"all zero", make([]float64, data.Len())},
+		{"overflowing sum", ones(func(w []float64) { w[0], w[1] = math.MaxFloat64, math.MaxFloat64 })},
+	} {
+		if err := tr.SetPolicyWeights(c.w); !errors.Is(err, ErrPolicyWeights) {
+			t.Errorf("%s: error %v, want ErrPolicyWeights", c.name, err)
+		}
+	}
+}
+
+// TestPolicyDrawsFollowTheWeights checks the resampling PolicyStep uses:
+// transitions of zero weight are never drawn, and the others are drawn in
+// proportion to their weights.
+func TestPolicyDrawsFollowTheWeights(t *testing.T) {
+	data, reward, _ := syntheticSet(10, 10)
+	tr, err := New(data, reward, smallConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := []float64{0, 1, 0, 2, 0, 0, 4, 0, 0, 3} // the first and last rows included
+	if err := tr.SetPolicyWeights(w); err != nil {
+		t.Fatal(err)
+	}
+	const draws = 200000
+	counts := make([]int, len(w))
+	for range draws {
+		counts[tr.drawWeighted()]++
+	}
+	for i, c := range counts {
+		p := w[i] / 10
+		sd := math.Sqrt(draws * p * (1 - p))
+		if math.Abs(float64(c)-draws*p) > 5*sd || (p == 0 && c != 0) {
+			t.Errorf("row %d drawn %d times, want %.0f ± %.0f", i, c, draws*p, 5*sd)
+		}
+	}
+}
+
+// TestIterateReportsDivergence: a value network whose outputs are not
+// finite makes weights that are no distribution, and Iterate says so
+// instead of training the policy on them.
+func TestIterateReportsDivergence(t *testing.T) {
+	data, reward, _ := syntheticSet(300, 11)
+	cfg := smallConfig()
+	cfg.ValueSteps = 0
+	tr, err := New(data, reward, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range tr.V.Params() {
+		tr.V.Params()[i] = float32(math.NaN())
+	}
+	policy := slices.Clone(tr.Pi.Net.Params())
+	if _, _, err := tr.Iterate(); !errors.Is(err, ErrDiverged) {
+		t.Fatalf("error %v, want ErrDiverged", err)
+	}
+	if !slices.Equal(policy, tr.Pi.Net.Params()) {
+		t.Error("the policy trained on weights that are not a distribution")
 	}
 }

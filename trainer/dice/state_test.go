@@ -17,23 +17,31 @@ func TestRestoreContinuesBitIdentically(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	iterate := func(tr *Trainer) Diagnostics {
+		t.Helper()
+		diag, _, err := tr.Iterate()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return diag
+	}
 	for range 6 {
-		straight.Iterate()
+		iterate(straight)
 	}
 
 	first, _ := New(data, reward, cfg)
 	for range 3 {
-		first.Iterate()
+		iterate(first)
 	}
 	saved := first.State()
-	first.Iterate() // must not change the saved copy
+	iterate(first) // must not change the saved copy
 	resumed, _ := New(data, reward, cfg)
 	if err := resumed.Restore(saved); err != nil {
 		t.Fatal(err)
 	}
 	var last Diagnostics
 	for range 3 {
-		last, _ = resumed.Iterate()
+		last = iterate(resumed)
 	}
 	if last.Iteration != 6 {
 		t.Fatalf("resumed trainer at iteration %d, want 6", last.Iteration)

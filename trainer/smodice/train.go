@@ -231,7 +231,11 @@ func Train(ctx context.Context, d *Data, cfg Config, opt Options) (*Checkpoint, 
 			return ck, ctx.Err()
 		}
 		start := time.Now()
-		diag, w := tr.Iterate()
+		diag, w, err := tr.Iterate()
+		if err != nil {
+			bar.Finish()
+			return nil, fmt.Errorf("smodice: %w (the checkpoint in %s holds iteration %d)", err, opt.Dir, saved)
+		}
 		est := d.estimate(w, ck.Reward, false)
 		rec := Record{
 			Iteration: diag.Iteration, ValueLoss: metrics.Num(diag.ValueLoss), PolicyLoss: metrics.Num(diag.PolicyLoss),
@@ -344,7 +348,7 @@ func writePlots(dir string) error {
 	line := func(name, key string) metrics.Line { return metrics.Line{Name: name, X: x, Y: s.Values[key]} }
 	if err := metrics.WritePNG(filepath.Join(dir, LossesPlot), "iteration",
 		metrics.Panel{Title: "DICE value loss (KL dual)", YLabel: "loss", Lines: []metrics.Line{line("value", "value_loss")}},
-		metrics.Panel{Title: "weighted BC policy loss", YLabel: "-(N/B) sum w log pi", Lines: []metrics.Line{line("policy", "policy_loss")}},
+		metrics.Panel{Title: "weighted BC policy loss", YLabel: "-mean log pi, draws by w", Lines: []metrics.Line{line("policy", "policy_loss")}},
 	); err != nil {
 		return err
 	}

@@ -71,13 +71,13 @@ def main():
         v_loss.backward()
         v_opt.step()
 
-        k = torch.randint(n, (b,))
+        k = torch.multinomial(weights, b, replacement=True)  # drawn by weight, as the Go side
         out = policy(obs[k])
         mean = out[:, :a].clamp(-7.25, 7.25)
         log_std = out[:, a:].clamp(-5, 2)
         z = (u[k] - mean) * torch.exp(-log_std)
         log_p = (-0.5 * z * z - log_std - half_log_2pi).sum(-1) - log_jac[k]
-        p_loss = -(n / b * weights[k] * log_p).sum()
+        p_loss = -log_p.mean()
         p_opt.zero_grad()
         p_loss.backward()
         p_opt.step()
