@@ -55,13 +55,15 @@ func TestPacerCountsOverrunsAndKeepsPhase(t *testing.T) {
 	}
 	defer p.Stop()
 	first := p.Wait()
+	// The first release may itself be late on a loaded machine: count from there.
+	before := p.Stats()
 	time.Sleep(5*period + period/2) // overrun: at least five deadlines pass
 	tick := p.Wait()
 	if tick.Missed < 4 || tick.Index != first.Index+uint64(tick.Missed)+1 {
 		t.Fatalf("after a 5.5-period overrun: %+v (first %+v)", tick, first)
 	}
-	if s := p.Stats(); s.Missed != uint64(tick.Missed) || s.Ticks != 2 {
-		t.Fatalf("stats %+v", s)
+	if s := p.Stats(); s.Missed-before.Missed != uint64(tick.Missed) || s.Ticks-before.Ticks != 1 {
+		t.Fatalf("stats %+v, before the overrun %+v, overrun tick %+v", s, before, tick)
 	}
 	// The next release is one period after the last deadline, not a burst of catch-ups.
 	next := p.Wait()
