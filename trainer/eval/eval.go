@@ -55,8 +55,8 @@ type Config struct {
 
 // Default timing of the run-up to a skill.
 const (
-	DefaultStandUp = 2 * time.Second
-	DefaultSettle  = 500 * time.Millisecond
+	DefaultStandUp = collect.StandUp
+	DefaultSettle  = collect.Settle
 )
 
 // TaskConfig returns the evaluation settings of a task (collect.TaskLocomotion or
