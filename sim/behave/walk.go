@@ -41,10 +41,8 @@ func newWalker(spec Spec, am skills.ActionMap, layout *worlds.Layout, rng *rand.
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSpec, err)
 	}
-	// Every walk starts at the same point of the gait cycle (phase 0, the trot's clock at
-	// NewTrot). A random start phase is not in the state: from the same standstill the same
-	// behaviour would lift one diagonal pair or the other, and a policy cloned from such
-	// episodes averages the two first steps into standing still.
+	// Episodes start at a random point of the gait cycle.
+	t.SetPhase(rng.Float64())
 	w := &walker{spec: spec, trot: t, am: am, rng: rng}
 	if layout != nil && len(layout.Boxes) > 0 {
 		w.layout = layout
