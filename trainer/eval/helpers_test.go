@@ -239,22 +239,18 @@ func fitTrot(seed uint64) (*skills.Bank, error) {
 }
 
 // walks reports whether bank moves the robot at least 0.3 m in a 2 s rollout.
-// trotDistance is how far a fit must walk in its first 2 s to count as trotting: 0.2 m/s on
-// average, from a standstill, against the commanded 0.3 m/s.
-const trotDistance = 0.4
-
 func walks(bank *skills.Bank) (bool, error) {
 	cfg, err := TaskConfig(collect.TaskLocomotion)
 	if err != nil {
 		return false, err
 	}
-	cfg.Rollouts, cfg.Task.EpisodeSeconds, cfg.Traces = 1, 2, true
+	cfg.Rollouts, cfg.Task.EpisodeSeconds, cfg.StandUp, cfg.Settle, cfg.Traces = 1, 2, time.Second, 300*time.Millisecond, true
 	res, err := Evaluate(context.Background(), cfg, Latents(bank))
 	if err != nil {
 		return false, err
 	}
 	r := res.Subjects[0].Rollouts[0]
-	return !r.Fell && walkedDistance(&r) >= trotDistance, nil
+	return !r.Fell && walkedDistance(&r) >= 0.3, nil
 }
 
 // walkedDistance is how far the base moved in the plane during a traced rollout.
@@ -262,8 +258,7 @@ func walkedDistance(r *Rollout) float64 {
 	return math.Hypot(r.FinalPos[0]-r.Trace.Pos[0][0], r.FinalPos[1]-r.Trace.Pos[0][1])
 }
 
-// shortConfig is the locomotion evaluation with short episodes for tests; the stand-up and
-// settle stay the defaults, which the datasets' episodes start from.
+// shortConfig is the locomotion evaluation with short episodes for tests.
 func shortConfig(t testing.TB, rollouts int, seconds float64) Config {
 	t.Helper()
 	cfg, err := TaskConfig(collect.TaskLocomotion)
@@ -271,5 +266,6 @@ func shortConfig(t testing.TB, rollouts int, seconds float64) Config {
 		t.Fatal(err)
 	}
 	cfg.Rollouts, cfg.Task.EpisodeSeconds = rollouts, seconds
+	cfg.StandUp, cfg.Settle = time.Second, 300*time.Millisecond
 	return cfg
 }
