@@ -56,14 +56,14 @@ type env struct {
 	// maxTargetRate.
 	target, held [solo12.NumJoints]float64
 	// limp commands no torque (Kp = Kd = 0), as the runtime does before the drivers are ready.
-	limp    bool
-	js      solo12.JointState
-	jc      solo12.JointCommand
-	cmd     proto.Command
-	cmdBuf  [proto.CommandLen]byte
-	sensor  proto.Sensor
-	heights [skills.HeightMapPoints]float64
-	inputs  skills.Inputs
+	limp bool
+	js           solo12.JointState
+	jc           solo12.JointCommand
+	cmd          proto.Command
+	cmdBuf       [proto.CommandLen]byte
+	sensor       proto.Sensor
+	heights      [skills.HeightMapPoints]float64
+	inputs       skills.Inputs
 }
 
 // newEnv builds the robot in layout, powers the board on with the joints at zero (so a zero

@@ -1,10 +1,10 @@
 package collect
 
 import (
+	"time"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"time"
 
 	"github.com/dualforce/dualforce/sim/behave"
 	"github.com/dualforce/dualforce/sim/worlds"
