@@ -58,7 +58,7 @@ type Config struct {
 	// AckTimeoutTicks: the same for SENDING_INIT_ACK waiting for the first command (default 1000).
 	AckTimeoutTicks int
 	// AlignmentTicks is how long a motor's rotor alignment takes after its enable bit is first
-	// seen, before the ready bit (default DefaultAlignmentTicks).
+	// seen, before the ready bit (default 100).
 	AlignmentTicks int
 	// IndexAngle is the absolute motor angle (rad, taken mod 2π) of each encoder's index pulse.
 	IndexAngle [proto.NumMotors]float64
@@ -112,10 +112,6 @@ type Board struct {
 
 // New returns a powered-on board in WAITING_FOR_INIT with its link up. It reads the plant once:
 // the encoders count from the rotors' power-on angles.
-// DefaultAlignmentTicks is the rotor alignment time of an emulated driver, 100 ms: the motors
-// give no torque between power-on and ready for about this long.
-const DefaultAlignmentTicks = 100
-
 func New(cfg Config, plant Plant) (*Board, error) {
 	if plant == nil {
 		return nil, errors.New("board: nil plant")
@@ -126,7 +122,7 @@ func New(cfg Config, plant Plant) (*Board, error) {
 		name string
 	}{
 		{&cfg.AutodetectTicks, 51, "autodetect ticks"}, {&cfg.ControlTimeoutTicks, 20, "control timeout ticks"},
-		{&cfg.AckTimeoutTicks, 1000, "ack timeout ticks"}, {&cfg.AlignmentTicks, DefaultAlignmentTicks, "alignment ticks"},
+		{&cfg.AckTimeoutTicks, 1000, "ack timeout ticks"}, {&cfg.AlignmentTicks, 100, "alignment ticks"},
 	} {
 		if *f.v < 0 {
 			return nil, fmt.Errorf("board: %s must not be negative, got %d", f.name, *f.v)

@@ -367,7 +367,7 @@ func (c *Core) act(in *Input, out *Output, policyTick bool) {
 		}
 	case PhaseStandUp:
 		s := min((in.Now-c.since).Seconds()/c.cfg.StandUp.Seconds(), 1)
-		blend := StandUpBlend(s)
+		blend := (1 - math.Cos(math.Pi*s)) / 2
 		pose := &c.bank.Bank.Contract.DefaultPose
 		for j := range c.held {
 			c.held[j] = c.standFrom[j] + blend*(float64(pose[j])-c.standFrom[j])
@@ -403,12 +403,6 @@ func (c *Core) act(in *Input, out *Output, policyTick bool) {
 		setModes(cmd, proto.ModeEnableSystem)
 	}
 }
-
-// StandUpBlend is how far along the stand-up move is (0 at the start pose, 1 at the default
-// pose) when a fraction s in [0, 1] of its duration has passed: a half cosine, which starts and
-// ends at rest. The data collector stands the robot up with it too, so that episodes start where
-// a skill started by the runtime starts.
-func StandUpBlend(s float64) float64 { return (1 - math.Cos(math.Pi*s)) / 2 }
 
 func (c *Core) startStandUp(now time.Duration) {
 	c.standFrom = c.js.Q

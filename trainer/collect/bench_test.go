@@ -50,7 +50,7 @@ func BenchmarkPolicyStep(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer e.close()
-			if err := e.reset(e.robot.StartPose()); err != nil {
+			if err := e.reset(e.robot.StartPose(), settleTicks); err != nil {
 				b.Fatal(err)
 			}
 			tk := task{goal: p.Task.Goal(ep.layout), remaining: p.Task.EpisodeSeconds}

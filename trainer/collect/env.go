@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/dualforce/dualforce/hw/board"
 	"github.com/dualforce/dualforce/hw/proto"
@@ -55,8 +54,6 @@ type env struct {
 	// target is the policy's joint target, held is what is commanded: it follows target at
 	// maxTargetRate.
 	target, held [solo12.NumJoints]float64
-	// limp commands no torque (Kp = Kd = 0), as the runtime does before the drivers are ready.
-	limp bool
 	js           solo12.JointState
 	jc           solo12.JointCommand
 	cmd          proto.Command
@@ -143,14 +140,10 @@ func (e *env) holdDefault() {
 // after moving them one tick towards the policy's targets.
 func (e *env) command() {
 	const step = maxTargetRate * sim.ControlPeriod
-	kp, kd := e.kp, e.kd
-	if e.limp {
-		kp, kd = 0, 0 // what the runtime core sends while it waits for the drivers
-	}
 	for j := range e.jc.Q {
 		e.held[j] += min(max(e.target[j]-e.held[j], -step), step)
 		e.jc.Q[j] = e.held[j]
-		e.jc.Kp[j], e.jc.Kd[j], e.jc.ISat[j] = kp, kd, solo12.MaxCurrent
+		e.jc.Kp[j], e.jc.Kd[j], e.jc.ISat[j] = e.kp, e.kd, solo12.MaxCurrent
 	}
 	e.jmap.WriteCommand(&e.jc, &e.cmd)
 	for d := range e.cmd.Drivers {
@@ -185,47 +178,22 @@ func (e *env) tick() error {
 	return nil
 }
 
-// reset starts an episode where a skill started by the runtime starts. The robot is placed at
-// pose p with its motors limp for as long as the drivers align after power-on, so it sags as it
-// does on the runtime's board; it then stands up with the runtime core's move from wherever it
-// sagged to the default pose over StandUp (the estimator restarted as the core restarts it) and
-// holds the default pose for Settle. Episodes that started from a pose the runtime never
-// produces taught policies a start they never meet.
-func (e *env) reset(p sim.Pose) error {
+// reset places the robot at pose p, restarts the estimator as the runtime does at stand-up, and
+// holds the default pose for settle ticks so the first observation comes from a settled robot
+// and a primed estimator.
+func (e *env) reset(p sim.Pose, settle int) error {
 	if err := e.robot.Reset(p); err != nil {
 		return err
 	}
-	e.limp = true
-	for range board.DefaultAlignmentTicks {
-		if err := e.tick(); err != nil {
-			return err
-		}
-	}
-	e.limp = false
-	from := e.js.Q
 	e.est.Reset()
-	standUp := ticksOf(StandUp)
-	for k := 1; k <= standUp; k++ {
-		blend := core.StandUpBlend(float64(k) / float64(standUp))
-		for j, q := range from {
-			e.target[j] = q + blend*(float64(e.actions.DefaultPose[j])-q)
-		}
-		e.held = e.target
-		if err := e.tick(); err != nil {
-			return err
-		}
-	}
 	e.holdDefault()
-	for range ticksOf(Settle) {
+	for range settle {
 		if err := e.tick(); err != nil {
 			return err
 		}
 	}
 	return nil
 }
-
-// ticksOf is d in link ticks.
-func ticksOf(d time.Duration) int { return int(d.Seconds()/sim.ControlPeriod + 0.5) }
 
 // step applies one policy action for one policy period (the contract's link ticks per step).
 func (e *env) step(a *[skills.NumJoints]float32) error {

@@ -26,7 +26,7 @@ func TestObservationsFollowTheRuntimePath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.reset(e.robot.StartPose()); err != nil {
+	if err := e.reset(e.robot.StartPose(), settleTicks); err != nil {
 		t.Fatal(err)
 	}
 	l := p.Contract.Layout
@@ -120,7 +120,7 @@ func TestTargetsAreSlewed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.close()
-	if err := e.reset(e.robot.StartPose()); err != nil {
+	if err := e.reset(e.robot.StartPose(), settleTicks); err != nil {
 		t.Fatal(err)
 	}
 	var a [skills.NumJoints]float32

@@ -1,7 +1,6 @@
 package collect
 
 import (
-	"time"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -18,13 +17,9 @@ const (
 	fallHeight   = 0.10 // m of base above the terrain
 )
 
-// How an episode starts, as a skill started by the runtime does (eval runs skills with these):
-// the runtime stands the robot up over StandUp and holds the default pose for Settle before an
-// operator's "run".
-const (
-	StandUp = 2 * time.Second
-	Settle  = 500 * time.Millisecond
-)
+// settleTicks is how long the robot holds the default pose after a reset before the first
+// observation: the drop onto the feet is over and the estimator trusts its stance feet.
+const settleTicks = 200
 
 // episode is one rollout to run: a behaviour in a layout, with its own random stream.
 type episode struct {
@@ -57,7 +52,7 @@ func run(e *env, ep *episode, t *Task) (*rollout, error) {
 	}
 	start := e.robot.StartPose()
 	start.RPY[2] += ep.startYaw
-	if err := e.reset(start); err != nil {
+	if err := e.reset(start, settleTicks); err != nil {
 		return nil, err
 	}
 	dim := e.builder.Dim()

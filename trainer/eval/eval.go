@@ -55,8 +55,8 @@ type Config struct {
 
 // Default timing of the run-up to a skill.
 const (
-	DefaultStandUp = collect.StandUp
-	DefaultSettle  = collect.Settle
+	DefaultStandUp = 2 * time.Second
+	DefaultSettle  = 500 * time.Millisecond
 )
 
 // TaskConfig returns the evaluation settings of a task (collect.TaskLocomotion or
