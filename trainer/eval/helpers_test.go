@@ -172,14 +172,15 @@ var trot struct {
 
 // Trot fit settings: a 64-64 policy at a high learning rate fits in about 1.5 s; the default
 // 256-256 at 3e-4 needs about 20000 steps (minutes). A short fit does not always start walking
-// from a standstill (measured: data seeds 1, 5 and 7 trot at 0.3 m/s, 3 and 9 stand still, at
-// 3000 and 6000 steps alike), so fits are tried in seed order until one walks.
+// from a standstill (measured since policy steps draw transitions by weight: data seeds 1, 2, 3,
+// 4, 5 and 7 stand still or shuffle, 6 trots at 0.21 m/s), so fits are tried in seed order until
+// one walks; the log names the seeds tried.
 const (
 	trotSteps = 3000
 	trotLR    = 1e-3
 )
 
-var trotSeeds = []uint64{1, 7, 5}
+var trotSeeds = []uint64{6, 8, 9}
 
 func trotBank(t testing.TB) *skills.Bank {
 	t.Helper()
