@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/dualforce/dualforce/skills"
@@ -30,7 +32,9 @@ const trainSMODICEUsage = `Usage: dualforce train smodice --offline FILE [--expe
 Trains the SMODICE-expert policy and writes into DIR:
   disc.json        the discriminator's held-out accuracy and logit range
   metrics.jsonl    one JSON line per DICE iteration (losses, effective sample size, largest
-                   weight, KL estimate, constraint, expert mass, discriminator accuracy, seconds)
+                   weight, KL estimate, constraint, expert mass, weight by behaviour,
+                   discriminator accuracy, seconds); the expert and behaviour labels are the
+                   dataset's withheld columns, read for these diagnostics only
   losses.png, ess.png, kl.png
   checkpoint.ckpt  written atomically every --checkpoint-every iterations and on Ctrl-C
   bank.npz         the exported skill bank (one latent, "smodice-expert"), unless --bank says
@@ -96,7 +100,9 @@ func runTrainSMODICE(ctx context.Context, args []string, stdout, stderr io.Write
 		data.Offline.Len(), len(data.Expert)/data.Offline.ObsDim, data.Task, data.Contract.Layout.Name)
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	start := time.Now()
-	ck, err := smodice.Train(ctx, data, cfg, smodice.Options{Dir: *out, Resume: *resume, Progress: stderr, Quiet: *quiet, Logger: log})
+	var last *smodice.Record
+	observe := func(r smodice.Record) { last = &r }
+	ck, err := smodice.Train(ctx, data, cfg, smodice.Options{Dir: *out, Resume: *resume, Progress: stderr, Quiet: *quiet, Logger: log, Observe: observe})
 	if ck != nil && errors.Is(err, context.Canceled) {
 		fmt.Fprintf(stdout, "interrupted after iteration %d; checkpoint in %s (continue with --resume)\n", ck.DICE.Iteration, *out)
 	}
@@ -107,6 +113,9 @@ func runTrainSMODICE(ctx context.Context, args []string, stdout, stderr io.Write
 		return err
 	}
 	printRun(stdout, ck, time.Since(start))
+	if last != nil && data.Behaviours != nil {
+		printBehaviourMass(stdout, data.Behaviours, last)
+	}
 	return exportBank(stdout, ck, *bankPath)
 }
 
@@ -135,6 +144,23 @@ func printRun(w io.Writer, ck *smodice.Checkpoint, elapsed time.Duration) {
 	e := ck.Estimate
 	fmt.Fprintf(w, "iteration %d: ESS %.0f, max w %.3g, KL %.3f, constraint %.3f, expert mass %.3f (%v this session)\n",
 		ck.DICE.Iteration, e.Weights.ESS, e.Weights.Max, e.Weights.KL, e.Constraint, e.ExpertMass, elapsed.Round(time.Millisecond))
+}
+
+// printBehaviourMass lists where the last iteration's weights went, by the behaviours the
+// dataset withholds from training, heaviest first, each with its share of the transitions.
+func printBehaviourMass(w io.Writer, b *smodice.Behaviours, r *smodice.Record) {
+	share := b.Share()
+	order := make([]int, len(b.Names))
+	for k := range order {
+		order[k] = k
+	}
+	mass := func(k int) float64 { return float64(r.BehaviourMass[b.Names[k]]) }
+	slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(mass(y), mass(x)) })
+	fmt.Fprint(w, "weight by behaviour (withheld labels; share of the transitions in brackets):")
+	for _, k := range order {
+		fmt.Fprintf(w, " %s %.3f (%.3f)", b.Names[k], mass(k), share[k])
+	}
+	fmt.Fprintln(w)
 }
 
 func exportBank(w io.Writer, ck *smodice.Checkpoint, path string) error {

@@ -49,7 +49,7 @@ func TestTrainResumeExport(t *testing.T) {
 	straight := filepath.Join(dir, "straight")
 	out := mustRun(t, append(common, "--out", straight, "--iters", "12")...)
 	t.Log(out)
-	for _, want := range []string{"discriminator: held-out accuracy", "iteration 12: ESS", "bank: " + filepath.Join(straight, "bank.npz")} {
+	for _, want := range []string{"discriminator: held-out accuracy", "iteration 12: ESS", "weight by behaviour (withheld labels", " synthetic-trot 0.", "bank: " + filepath.Join(straight, "bank.npz")} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("train printed %q, missing %q", out, want)
 		}

@@ -63,6 +63,48 @@ type Inputs struct {
 	// IsExpert labels offline transitions for the expert-mass diagnostic
 	// only; nil when unknown.
 	IsExpert []bool
+	// Behaviours labels every offline transition with the behaviour that
+	// made it, for the weight-by-behaviour diagnostic only; nil when unknown.
+	Behaviours *Behaviours
+}
+
+// Behaviours are withheld behaviour labels: Names[Of[i]] made transition i.
+type Behaviours struct {
+	Names []string
+	Of    []int32
+}
+
+// ErrBehaviours reports behaviour labels that do not fit the data.
+var ErrBehaviours = errors.New("smodice: behaviour labels do not fit the data")
+
+func (b *Behaviours) check(n int) error {
+	if len(b.Of) != n {
+		return fmt.Errorf("%w: %d labels for %d transitions", ErrBehaviours, len(b.Of), n)
+	}
+	for i, m := range b.Of {
+		if m < 0 || int(m) >= len(b.Names) {
+			return fmt.Errorf("%w: transition %d has behaviour %d of %d", ErrBehaviours, i, m, len(b.Names))
+		}
+	}
+	return nil
+}
+
+// Mass returns the weight w puts on each behaviour, in the order of Names.
+func (b *Behaviours) Mass(w []float64) []float64 {
+	mass := make([]float64, len(b.Names))
+	for i, m := range b.Of {
+		mass[m] += w[i]
+	}
+	return mass
+}
+
+// Share returns each behaviour's share of the transitions, in the order of Names.
+func (b *Behaviours) Share() []float64 {
+	share := make([]float64, len(b.Names))
+	for _, m := range b.Of {
+		share[m] += 1 / float64(len(b.Of))
+	}
+	return share
 }
 
 // FromFiles checks that the offline archive (and the expert archive, when
@@ -80,6 +122,12 @@ func FromFiles(task string, offline *datafile.Offline, expert *datafile.Expert) 
 		return Inputs{}, fmt.Errorf("%w: offline dataset was recorded for task %q, not %q", ErrTaskMismatch, m.Task, task)
 	}
 	in := Inputs{Task: task, Contract: m.Contract, Offline: &offline.Data, IsExpert: offline.Withheld.IsExpert}
+	if offline.Withheld.Mode != nil {
+		in.Behaviours = &Behaviours{Of: offline.Withheld.Mode}
+		for _, md := range m.Modes {
+			in.Behaviours.Names = append(in.Behaviours.Names, md.Name)
+		}
+	}
 	if expert == nil {
 		return in, nil
 	}
@@ -113,8 +161,9 @@ type Data struct {
 	// (rows of FeatureDim values).
 	Phi        []float32
 	FeatureDim int
-	// IsExpert is for diagnostics only (nil when unknown).
-	IsExpert []bool
+	// IsExpert and Behaviours are for diagnostics only (nil when unknown).
+	IsExpert   []bool
+	Behaviours *Behaviours
 	// Digest identifies the raw data, so a run is never resumed on other data.
 	Digest [sha256.Size]byte
 }
@@ -149,6 +198,11 @@ func Prepare(in Inputs) (*Data, error) {
 	if in.IsExpert != nil && len(in.IsExpert) != o.Len() {
 		return nil, &dataset.ShapeError{Field: "is_expert", Len: len(in.IsExpert), Want: o.Len()}
 	}
+	if in.Behaviours != nil {
+		if err := in.Behaviours.check(o.Len()); err != nil {
+			return nil, err
+		}
+	}
 
 	norm, err := skills.FitStats(o.Obs, o.ObsDim, skills.DefaultNormEpsilon)
 	if err != nil {
@@ -174,7 +228,7 @@ func Prepare(in Inputs) (*Data, error) {
 	}
 
 	d := &Data{
-		Task: in.Task, Contract: c, Phi: phi, FeatureDim: f, IsExpert: in.IsExpert,
+		Task: in.Task, Contract: c, Phi: phi, FeatureDim: f, IsExpert: in.IsExpert, Behaviours: in.Behaviours,
 		Digest: digest(o, in.Expert),
 		Offline: &dataset.Offline{
 			ObsDim: o.ObsDim, ActDim: o.ActDim,

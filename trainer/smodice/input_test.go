@@ -67,6 +67,19 @@ func TestBadInputIsRefusedBeforeTraining(t *testing.T) {
 		{"labels of another length", "locomotion", nil, func(in *Inputs) {
 			in.IsExpert = in.IsExpert[1:]
 		}, &dataset.ShapeError{}},
+		{"behaviour labels of another length", "locomotion", nil, func(in *Inputs) {
+			in.Behaviours = &Behaviours{Names: in.Behaviours.Names, Of: in.Behaviours.Of[1:]}
+		}, ErrBehaviours},
+		{"behaviour label past the names", "locomotion", nil, func(in *Inputs) {
+			of := append([]int32(nil), in.Behaviours.Of...)
+			of[len(of)-1] = int32(len(in.Behaviours.Names))
+			in.Behaviours = &Behaviours{Names: in.Behaviours.Names, Of: of}
+		}, ErrBehaviours},
+		{"negative behaviour label", "locomotion", nil, func(in *Inputs) {
+			of := append([]int32(nil), in.Behaviours.Of...)
+			of[0] = -1
+			in.Behaviours = &Behaviours{Names: in.Behaviours.Names, Of: of}
+		}, ErrBehaviours},
 		{"contract over the link's gain ceiling", "locomotion", nil, func(in *Inputs) {
 			in.Contract.Kp = 100
 		}, ErrContract},
@@ -164,6 +177,20 @@ func TestPrepareStandardises(t *testing.T) {
 	for i := range got {
 		if math.Abs(float64(got[i]-d.Phi[7*f+i])) > 1e-5 {
 			t.Fatalf("bank projector gives %v, training used %v", got, d.Phi[7*f:8*f])
+		}
+	}
+}
+
+func TestBehaviourMassAndShare(t *testing.T) {
+	b := &Behaviours{Names: []string{"expert", "random", "drift"}, Of: []int32{0, 1, 1, 0, 1}}
+	if err := b.check(5); err != nil {
+		t.Fatal(err)
+	}
+	mass := b.Mass([]float64{0.4, 0.1, 0.1, 0.3, 0.1})
+	share := b.Share()
+	for k, want := range [][2]float64{{0.7, 0.4}, {0.3, 0.6}, {0, 0}} {
+		if math.Abs(mass[k]-want[0]) > 1e-12 || math.Abs(share[k]-want[1]) > 1e-12 {
+			t.Errorf("%s: mass %v share %v, want %v", b.Names[k], mass[k], share[k], want)
 		}
 	}
 }

@@ -120,6 +120,9 @@ type Record struct {
 	Constraint metrics.Num `json:"constraint"`
 	// ExpertMass is the weight on expert transitions; null without labels.
 	ExpertMass metrics.Num `json:"expert_mass"`
+	// BehaviourMass is the weight on each behaviour of the dataset (withheld
+	// labels, read for this log only); absent without labels.
+	BehaviourMass map[string]metrics.Num `json:"behaviour_mass,omitempty"`
 	// DiscAccuracy is the discriminator's held-out accuracy (constant over
 	// a run, repeated so every line stands alone).
 	DiscAccuracy metrics.Num `json:"disc_accuracy"`
@@ -242,6 +245,13 @@ func Train(ctx context.Context, d *Data, cfg Config, opt Options) (*Checkpoint, 
 			ESS: metrics.Num(est.Weights.ESS), MaxW: metrics.Num(est.Weights.Max), KL: metrics.Num(est.Weights.KL),
 			Constraint: metrics.Num(est.Constraint), ExpertMass: metrics.Num(est.ExpertMass),
 			DiscAccuracy: metrics.Num(ck.Disc.HeldOutAccuracy), Seconds: metrics.Num(time.Since(start).Seconds()),
+		}
+		if b := d.Behaviours; b != nil {
+			mass := b.Mass(w)
+			rec.BehaviourMass = make(map[string]metrics.Num, len(mass))
+			for k, m := range mass {
+				rec.BehaviourMass[b.Names[k]] = metrics.Num(m)
+			}
 		}
 		if err := mlog.Write(rec); err != nil {
 			return nil, err
