@@ -28,8 +28,10 @@ records what the robot's runtime would observe. Writes two archives:
   <out>_expert.npz   the expert set D_E: the expert's states only (".npz" is replaced)
 
 Tasks:
-  locomotion   expert: straight trot at 0.3 m/s, middle base height; offline mix: low, middle and
-               high base heights, turning gaits, sloppy, drifting, noisy and random policies
+  locomotion   expert: straight trot at 0.3 m/s, middle base height, its commands perturbed by
+               Gaussian noise of 0.1 while the data keep its own actions (DART: the data show
+               how it recovers); offline mix: low, middle and high base heights, turning
+               gaits, sloppy, drifting, noisy and random policies
   navigation   expert: reaches the goal behind the box around its left, its right or over it;
                offline mix: slower, noisier, wandering, tight, rushed, stumbling and random
 

@@ -25,6 +25,7 @@ const settleTicks = 200
 type episode struct {
 	mode, index int // mode number and episode number within the mode
 	spec        behave.Spec
+	noise       float64 // the mode's ExecutionNoise
 	layout      *worlds.Layout
 	startYaw    float64 // added to the layout's start heading
 	steps       int     // policy steps before the timeout
@@ -76,12 +77,18 @@ func run(e *env, ep *episode, t *Task) (*rollout, error) {
 		if err := ctrl.Act(&st, &a); err != nil {
 			return nil, err
 		}
-		if err := e.step(&a); err != nil {
+		executed := a
+		if ep.noise > 0 {
+			for j := range executed {
+				executed[j] = float32(min(max(float64(a[j])+ep.noise*ep.rng.NormFloat64(), -1), 1))
+			}
+		}
+		if err := e.step(&executed); err != nil {
 			return nil, err
 		}
 		next := e.robot.Base()
 		nst := behave.StateOf(&next, float64(k+1)*behave.PolicyPeriod)
-		prev = a
+		prev = executed // what the robot was commanded, as the runtime's previous action is
 		tk.remaining = t.EpisodeSeconds - nst.Time
 		if err := e.observe(&tk, &prev, r.obs[(k+1)*dim:(k+2)*dim]); err != nil {
 			return nil, fmt.Errorf("collect: observation %d: %w", k+1, err)

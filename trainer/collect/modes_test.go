@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/dualforce/dualforce/sim/behave"
+	"github.com/dualforce/dualforce/skills"
 )
 
 // Every clean locomotion mode does what it claims in simulation, through the whole collection
@@ -105,5 +106,44 @@ func TestBehaviourMixIsMixed(t *testing.T) {
 	t.Logf("saturated action entries of the scripted walkers: %d of %d", saturated, scripted)
 	if saturated*100 > scripted {
 		t.Errorf("%d of %d scripted action entries saturate, want under 1%%", saturated, scripted)
+	}
+}
+
+// TestExecutionNoiseRecordsTheBehavioursOwnActions: under DART noise the robot is commanded a
+// perturbed action (the next observation's previous_action) while the dataset keeps the
+// behaviour's own; without it the two are the same.
+func TestExecutionNoiseRecordsTheBehavioursOwnActions(t *testing.T) {
+	p := plan(t, TaskLocomotion, 2, map[string]int{"expert": 2, "low": 1})
+	expert := modeByName(t, p, "expert")
+	if expert.ExecutionNoise != expertExecutionNoise || modeByName(t, p, "low").ExecutionNoise != 0 {
+		t.Fatalf("execution noise: expert %v, low %v", expert.ExecutionNoise, modeByName(t, p, "low").ExecutionNoise)
+	}
+	o := collect(t, p)
+	prevField, ok := p.Contract.Layout.Field(skills.FieldPreviousAction)
+	if !ok {
+		t.Fatal("no previous_action field")
+	}
+	d := o.Data.ObsDim
+	for _, ep := range episodes(o) {
+		name := o.Manifest.Modes[ep.mode].Name
+		var sq float64
+		n := 0
+		for i := ep.start; i < ep.end; i++ {
+			for j := range skills.NumJoints {
+				executed := float64(o.Data.NextObs[i*d+prevField.Offset+j])
+				recorded := float64(o.Data.Act[i*skills.NumJoints+j])
+				if executed > -1 && executed < 1 { // clipping hides the noise at the bounds
+					sq += (executed - recorded) * (executed - recorded)
+					n++
+				}
+			}
+		}
+		rms := math.Sqrt(sq / float64(n))
+		switch {
+		case name == "expert" && math.Abs(rms-expertExecutionNoise) > 0.2*expertExecutionNoise:
+			t.Errorf("expert episode: executed actions differ from the recorded ones by %.4f RMS, want about %v", rms, expertExecutionNoise)
+		case name != "expert" && rms != 0:
+			t.Errorf("%s episode: executed actions differ from the recorded ones by %.4f RMS, want 0", name, rms)
+		}
 	}
 }

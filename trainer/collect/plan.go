@@ -50,6 +50,11 @@ type Mode struct {
 	Transitions int         `json:"transitions"`
 	Spec        behave.Spec `json:"spec"`
 	Jitter      Jitter      `json:"jitter"`
+	// ExecutionNoise is the standard deviation of Gaussian noise added to the actions the robot
+	// executes while the dataset records the behaviour's own actions (DART, Laskey et al. 2017):
+	// the data then show how the behaviour recovers from small mistakes, which a policy cloned
+	// from it makes.
+	ExecutionNoise float64 `json:"execution_noise,omitempty"`
 }
 
 // Plan is everything a collection run does: the task, the contract observations and actions
@@ -177,6 +182,10 @@ func walk(vx, h, yawRate float64) behave.Spec {
 // Locomotion task: walk forward at 0.3 m/s.
 const locomotionSpeed = 0.3
 
+// expertExecutionNoise is the locomotion expert's Mode.ExecutionNoise (in action units, 1 =
+// ActionScale rad).
+const expertExecutionNoise = 0.1
+
 func locomotionPlan(n counts) (*Plan, error) {
 	c, err := newContract(skills.Locomotion48(), n.episodeSeconds)
 	if err != nil {
@@ -207,7 +216,7 @@ func locomotionPlan(n counts) (*Plan, error) {
 		{mode("noisy", noisy), 0.10},
 		{mode("random", behave.Spec{Kind: behave.KindRandom, RandomStd: randomStd}), 0.12},
 	}
-	expert := []Mode{mode("expert", walk(v, middleHeight, 0))}
+	expert := []Mode{{Name: "expert", Spec: walk(v, middleHeight, 0), ExecutionNoise: expertExecutionNoise}}
 	return &Plan{
 		Task: Task{
 			Name: TaskLocomotion, World: "flat", EpisodeSeconds: n.episodeSeconds,
@@ -325,7 +334,7 @@ func (p *Plan) steps() int { return int(math.Round(p.Task.EpisodeSeconds / behav
 func (p *Plan) episode(m, j int) *episode {
 	rng := rand.New(rand.NewPCG(p.Seed, uint64(m)<<32|uint64(j)))
 	mode := &p.Modes[m]
-	ep := &episode{mode: m, index: j, spec: mode.Spec, steps: p.steps(), rng: rng}
+	ep := &episode{mode: m, index: j, spec: mode.Spec, noise: mode.ExecutionNoise, steps: p.steps(), rng: rng}
 	ep.layout = p.fixed
 	if layoutSeed := rng.Uint64(); ep.layout == nil {
 		ep.layout = p.scenario.Layout(layoutSeed)

@@ -163,49 +163,33 @@ func (r *simRig) atRest() {
 // The trotting bank is fitted once per test binary: behaviour cloning (trainer/bc, the code
 // behind `dualforce fit bc`) of the expert trot of a test-scale locomotion set (trainer/collect).
 var trot struct {
-	once  sync.Once
-	bank  *skills.Bank
-	err   error
-	fit   time.Duration
-	seeds []uint64
+	once sync.Once
+	bank *skills.Bank
+	err  error
+	fit  time.Duration
 }
 
 // Trot fit settings: a 64-64 policy at a high learning rate fits in about 1.5 s; the default
-// 256-256 at 3e-4 needs about 20000 steps (minutes). A short fit does not always start walking
-// from a standstill (measured since policy steps draw transitions by weight: data seeds 1, 2, 3,
-// 4, 5 and 7 stand still or shuffle, 6 trots at 0.21 m/s), so fits are tried in seed order until
-// one walks; the log names the seeds tried.
+// 256-256 at 3e-4 needs about 20000 steps (minutes). Since the expert's data carry DART noise,
+// every data seed measured (1, 2, 3) gives a fit that trots (return 161-164 of 200 in 4 s);
+// before, most short fits stood still and the tests searched seeds for one that walked.
 const (
-	trotSteps = 3000
-	trotLR    = 1e-3
+	trotSteps    = 3000
+	trotLR       = 1e-3
+	trotDataSeed = 1
 )
-
-var trotSeeds = []uint64{6, 8, 9}
 
 func trotBank(t testing.TB) *skills.Bank {
 	t.Helper()
 	trot.once.Do(func() {
 		start := time.Now()
-		for _, seed := range trotSeeds {
-			trot.seeds = append(trot.seeds, seed)
-			if trot.bank, trot.err = fitTrot(seed); trot.err != nil {
-				return
-			}
-			walked, err := walks(trot.bank)
-			if trot.err = err; err != nil || walked {
-				break
-			}
-			trot.bank = nil
-		}
+		trot.bank, trot.err = fitTrot(trotDataSeed)
 		trot.fit = time.Since(start)
 	})
-	switch {
-	case trot.err != nil:
+	if trot.err != nil {
 		t.Fatal(trot.err)
-	case trot.bank == nil:
-		t.Fatalf("no fit of data seeds %v trots", trot.seeds)
 	}
-	t.Logf("trot bank: collected and fitted in %v (data seeds tried: %v)", trot.fit.Round(time.Millisecond), trot.seeds)
+	t.Logf("trot bank: collected and fitted in %v", trot.fit.Round(time.Millisecond))
 	return trot.bank
 }
 
@@ -237,21 +221,6 @@ func fitTrot(seed uint64) (*skills.Bank, error) {
 		return nil, err
 	}
 	return bc.Bank(d, sel, pi)
-}
-
-// walks reports whether bank moves the robot at least 0.3 m in a 2 s rollout.
-func walks(bank *skills.Bank) (bool, error) {
-	cfg, err := TaskConfig(collect.TaskLocomotion)
-	if err != nil {
-		return false, err
-	}
-	cfg.Rollouts, cfg.Task.EpisodeSeconds, cfg.StandUp, cfg.Settle, cfg.Traces = 1, 2, time.Second, 300*time.Millisecond, true
-	res, err := Evaluate(context.Background(), cfg, Latents(bank))
-	if err != nil {
-		return false, err
-	}
-	r := res.Subjects[0].Rollouts[0]
-	return !r.Fell && walkedDistance(&r) >= 0.3, nil
 }
 
 // walkedDistance is how far the base moved in the plane during a traced rollout.
