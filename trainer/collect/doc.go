@@ -14,4 +14,9 @@
 // A Plan fixes the task, the contract (action scale and PD gains chosen so the scripted gaits
 // fit in [-1,1]), the modes with their transition quotas and the seed; Collect fills the quotas
 // on parallel workers with a result that does not depend on the number of workers.
+//
+// A mode may carry execution noise (DART): the robot is commanded the behaviour's action plus
+// Gaussian noise while the dataset records the behaviour's own action, so the data show how it
+// recovers from small mistakes. The locomotion expert carries it; without it, policies cloned
+// from the expert fitted its actions almost exactly and still stood still or shuffled online.
 package collect
