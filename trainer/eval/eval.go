@@ -14,6 +14,7 @@ import (
 	"github.com/dualforce/dualforce/sim/worlds"
 	"github.com/dualforce/dualforce/skills"
 	"github.com/dualforce/dualforce/trainer/collect"
+	"gonum.org/v1/gonum/stat"
 )
 
 // Config sets up an evaluation. TaskConfig gives the paper's settings for a task.
@@ -307,8 +308,9 @@ func summarise(s Subject, runs []Rollout, featDim int) Summary {
 		Psi: make([]float64, featDim), OfflinePsi: info.OfflinePsi, Rollouts: runs,
 	}
 	n := float64(len(runs))
-	for _, r := range runs {
-		sum.MeanReturn += r.Return / n
+	returns := make([]float64, len(runs))
+	for k, r := range runs {
+		returns[k] = r.Return
 		sum.MeanSteps += float64(r.Steps) / n
 		if r.Fell {
 			sum.FallRate += 1 / n
@@ -324,13 +326,9 @@ func summarise(s Subject, runs []Rollout, featDim int) Summary {
 		}
 		sum.VelRMSENorm += r.VelRMSENorm / n
 	}
-	if len(runs) > 1 {
-		ss := 0.0
-		for _, r := range runs {
-			d := r.Return - sum.MeanReturn
-			ss += d * d
-		}
-		sum.StdReturn = math.Sqrt(ss / (n - 1))
+	sum.MeanReturn, sum.StdReturn = stat.MeanStdDev(returns, nil)
+	if len(runs) < 2 {
+		sum.StdReturn = 0 // one rollout has no spread (gonum gives NaN)
 	}
 	return sum
 }

@@ -7,6 +7,8 @@ import (
 	"math"
 	"text/tabwriter"
 
+	"gonum.org/v1/gonum/stat"
+
 	"github.com/dualforce/dualforce/skills"
 	"github.com/dualforce/dualforce/trainer/datafile"
 )
@@ -78,7 +80,10 @@ func Summarize(o *datafile.Offline) *Summary {
 		if md.Transitions > 0 {
 			ms.MeanReward = rewards[i] / float64(md.Transitions)
 			ms.MeanBaseHeight = heights[i] / float64(md.Transitions)
-			ms.MeanReturn, ms.StdReturn = meanStd(returns[i])
+			ms.MeanReturn, ms.StdReturn = stat.MeanStdDev(returns[i], nil)
+			if len(returns[i]) < 2 {
+				ms.StdReturn = 0 // one episode has no spread (gonum gives NaN)
+			}
 		}
 		s.Modes = append(s.Modes, ms)
 	}
@@ -108,21 +113,6 @@ func WriteRanges(w io.Writer, ranges []Range) error {
 		fmt.Fprintf(tw, "%s\t%d\t%.4g\t%.4g\t%.4g\t%.4g\t%d\n", f.Name, f.Dims, f.Min, f.Max, f.Mean, f.Std, f.WidestDim)
 	}
 	return tw.Flush()
-}
-
-// meanStd returns the mean and the sample standard deviation (0 for fewer than two values).
-func meanStd(x []float64) (mean, std float64) {
-	for _, v := range x {
-		mean += v
-	}
-	mean /= float64(len(x))
-	if len(x) < 2 {
-		return mean, 0
-	}
-	for _, v := range x {
-		std += (v - mean) * (v - mean)
-	}
-	return mean, math.Sqrt(std / float64(len(x)-1))
 }
 
 func b2i(b bool) int {
