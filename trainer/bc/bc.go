@@ -119,13 +119,6 @@ func Fit(ctx context.Context, d *smodice.Data, sel Selection, cfg Config, progre
 	if err != nil {
 		return nil, Report{}, err
 	}
-	uniform := make([]float64, sub.Len())
-	for i := range uniform {
-		uniform[i] = 1
-	}
-	if err := tr.SetPolicyWeights(uniform); err != nil {
-		return nil, Report{}, err
-	}
 	bar := metrics.NewBar(progress, cfg.Steps, 0, "BC "+sel.Label, quiet)
 	rep := Report{Transitions: sub.Len()}
 	for step := range cfg.Steps {
@@ -133,7 +126,7 @@ func Fit(ctx context.Context, d *smodice.Data, sel Selection, cfg Config, progre
 			bar.Finish()
 			return nil, Report{}, ctx.Err()
 		}
-		rep.FinalLoss = tr.PolicyStep()
+		rep.FinalLoss = tr.PolicyStep() // a fresh trainer draws uniformly
 		bar.Set(step + 1)
 	}
 	bar.Finish()

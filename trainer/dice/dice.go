@@ -132,6 +132,9 @@ func New(data *dataset.Offline, reward []float32, cfg Config) (*Trainer, error) 
 	for k := range t.piW {
 		t.piW[k] = 1 / float32(b) // every drawn sample counts once: see PolicyStep
 	}
+	for i := range t.cdf {
+		t.cdf[i] = float64(i + 1) // uniform draws until SetPolicyWeights
+	}
 	return t, nil
 }
 
@@ -250,7 +253,8 @@ func (t *Trainer) Weights() []float64 {
 
 // SetPolicyWeights fixes the distribution PolicyStep draws transitions
 // from: w over the whole set (non-negative, not all zero; it need not sum
-// to 1). The trainer keeps its cumulative sums, not w.
+// to 1). The trainer keeps its cumulative sums, not w. A new trainer draws
+// uniformly (behaviour cloning); on error the distribution is unchanged.
 func (t *Trainer) SetPolicyWeights(w []float64) error {
 	if len(w) != t.data.Len() {
 		return fmt.Errorf("%w: %d weights for %d transitions", ErrPolicyWeights, len(w), t.data.Len())
@@ -261,10 +265,14 @@ func (t *Trainer) SetPolicyWeights(w []float64) error {
 			return fmt.Errorf("%w: w[%d] = %v", ErrPolicyWeights, i, x)
 		}
 		sum += x
-		t.cdf[i] = sum
 	}
 	if !(sum > 0) || math.IsInf(sum, 0) {
 		return fmt.Errorf("%w: they sum to %v", ErrPolicyWeights, sum)
+	}
+	sum = 0
+	for i, x := range w {
+		sum += x
+		t.cdf[i] = sum
 	}
 	return nil
 }

@@ -336,31 +336,45 @@ func TestSetPolicyWeightsRefusesWhatItCannotDrawFrom(t *testing.T) {
 	}
 }
 
-// TestPolicyDrawsFollowTheWeights checks the resampling PolicyStep uses:
-// transitions of zero weight are never drawn, and the others are drawn in
-// proportion to their weights.
+// TestPolicyDrawsFollowTheWeights checks the resampling PolicyStep uses: a
+// new trainer draws uniformly; after SetPolicyWeights, transitions of zero
+// weight are never drawn and the others in proportion to their weights; a
+// refused SetPolicyWeights leaves the distribution as it was.
 func TestPolicyDrawsFollowTheWeights(t *testing.T) {
 	data, reward, _ := syntheticSet(10, 10)
 	tr, err := New(data, reward, smallConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkDraws := func(when string, w []float64) {
+		t.Helper()
+		const draws = 200000
+		total := 0.0
+		for _, x := range w {
+			total += x
+		}
+		counts := make([]int, len(w))
+		for range draws {
+			counts[tr.drawWeighted()]++
+		}
+		for i, c := range counts {
+			p := w[i] / total
+			sd := math.Sqrt(draws * p * (1 - p))
+			if math.Abs(float64(c)-draws*p) > 5*sd || (p == 0 && c != 0) {
+				t.Errorf("%s: row %d drawn %d times, want %.0f ± %.0f", when, i, c, draws*p, 5*sd)
+			}
+		}
+	}
+	checkDraws("new trainer", []float64{1, 1, 1, 1, 1, 1, 1, 1, 1, 1})
 	w := []float64{0, 1, 0, 2, 0, 0, 4, 0, 0, 3} // the first and last rows included
 	if err := tr.SetPolicyWeights(w); err != nil {
 		t.Fatal(err)
 	}
-	const draws = 200000
-	counts := make([]int, len(w))
-	for range draws {
-		counts[tr.drawWeighted()]++
+	checkDraws("after SetPolicyWeights", w)
+	if err := tr.SetPolicyWeights([]float64{1, 1, 1, 1, 1, 1, 1, 1, 1, -1}); err == nil {
+		t.Fatal("a negative weight was accepted")
 	}
-	for i, c := range counts {
-		p := w[i] / 10
-		sd := math.Sqrt(draws * p * (1 - p))
-		if math.Abs(float64(c)-draws*p) > 5*sd || (p == 0 && c != 0) {
-			t.Errorf("row %d drawn %d times, want %.0f ± %.0f", i, c, draws*p, 5*sd)
-		}
-	}
+	checkDraws("after a refused SetPolicyWeights", w)
 }
 
 // TestIterateReportsDivergence: a value network whose outputs are not
