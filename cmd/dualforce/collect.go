@@ -51,11 +51,8 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "simulators run in parallel (one per core)")
 	out := fs.String("out", "", "offline archive to write (default <task>.npz)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(fs, args, 0); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected arguments %q", fs.Args())
 	}
 	if *workers < 1 {
 		return usagef("-workers %d: want at least 1", *workers)

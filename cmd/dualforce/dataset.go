@@ -53,11 +53,8 @@ A file that fails a check is reported with the reason and exit status 1.
 func runInspect(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("dataset inspect", inspectUsage, stderr)
 	png := fs.String("png", "", "summary figure to write (default <file>_summary.png; offline archives only)")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(fs, args, 1); err != nil {
 		return err
-	}
-	if fs.NArg() != 1 {
-		return usagef("want exactly one archive, got %d arguments", fs.NArg())
 	}
 	path := fs.Arg(0)
 	m, err := datafile.ReadManifest(path)

@@ -57,12 +57,10 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	noise := fs.Bool("noise", false, "simulate sensor noise (encoders, IMU, mocap)")
 	discount := fs.Float64("sf-discount", 1, "weight of state k in the online SFs is discount^k (1: the episode mean)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
 	switch {
-	case fs.NArg() > 0:
-		return usagef("unexpected arguments %q", fs.Args())
 	case *bankPath == "" || *task == "":
 		return usagef("--bank and --task are required")
 	case *rollouts < 1 || *workers < 1:

@@ -25,11 +25,8 @@ func runExport(_ context.Context, args []string, stdout, stderr io.Writer) error
 	fs := newFlagSet("export", exportUsage, stderr)
 	ckPath := fs.String("checkpoint", "", "run directory or checkpoint file (required)")
 	out := fs.String("out", "", "bank to write (required)")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(fs, args, 0); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected arguments %q", fs.Args())
 	}
 	if *ckPath == "" || *out == "" {
 		return usagef("--checkpoint and --out are required")

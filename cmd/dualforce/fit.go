@@ -42,12 +42,10 @@ func runFitBC(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	batch := fs.Int("batch", def.Batch, "transitions per step")
 	seed := fs.Uint64("seed", def.Seed, "seed of every random choice")
 	quiet := fs.Bool("quiet", false, "no progress bar")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
 	switch {
-	case fs.NArg() > 0:
-		return usagef("unexpected arguments %q", fs.Args())
 	case *offline == "" || *out == "":
 		return usagef("--offline and --out are required")
 	case *steps < 0 || *batch <= 0:

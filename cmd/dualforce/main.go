@@ -140,13 +140,21 @@ func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// parseFlags parses args, turning flag errors into usage errors.
-func parseFlags(fs *flag.FlagSet, args []string) error {
+// parseFlags parses args, turning flag errors into usage errors, and
+// checks that exactly operands arguments follow the flags.
+func parseFlags(fs *flag.FlagSet, args []string, operands int) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
-	return nil
+	switch {
+	case fs.NArg() == operands:
+		return nil
+	case operands == 0:
+		return usagef("unexpected arguments %q", fs.Args())
+	default:
+		return usagef("want %d argument(s) after the flags, got %d: %q", operands, fs.NArg(), fs.Args())
+	}
 }

@@ -77,7 +77,7 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"collect", "-bogus"}, 2, "flag provided but not defined"},
 		{[]string{"dataset"}, 2, "missing subcommand"},
 		{[]string{"dataset", "shred"}, 2, `unknown dataset subcommand "shred"`},
-		{[]string{"dataset", "inspect"}, 2, "want exactly one archive"},
+		{[]string{"dataset", "inspect"}, 2, "want 1 argument(s) after the flags, got 0"},
 		{[]string{"dataset", "inspect", "-h"}, 0, "Usage: dualforce dataset inspect"},
 		{[]string{"dataset", "inspect", "/nonexistent/x.npz"}, 1, "no such file"},
 	}

@@ -69,12 +69,10 @@ func runTrainSMODICE(ctx context.Context, args []string, stdout, stderr io.Write
 	resume := fs.Bool("resume", false, "continue the run in --out from its checkpoint")
 	bankPath := fs.String("bank", "", "bank to write at the end (default <out>/bank.npz)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
 	switch {
-	case fs.NArg() > 0:
-		return usagef("unexpected arguments %q", fs.Args())
 	case *offline == "" || *out == "":
 		return usagef("--offline and --out are required")
 	case *iters < 0 || *discSteps < 0 || *valueSteps < 0 || *policySteps < 0 || *batch <= 0 || *every <= 0:
