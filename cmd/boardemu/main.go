@@ -27,7 +27,8 @@ Usage:
 
 The board boots in WAITING_FOR_INIT and follows the firmware: init -> 51 ms of SPI
 autodetection -> acks until the first command -> control, with the 20 ms command watchdog
-(ERROR, motors disabled, until an init with a new session id) and the 1 s ack timeout.
+(ERROR, motors disabled, until the next init, whatever its session id) and the 1 s ack
+timeout.
 Enabled motors align for --alignment before their ready bit; the encoders count from their
 power-on angle, every index pulse at motor angle 0 (mod 2 pi).
 

@@ -17,7 +17,7 @@ const (
 	StateSPIAutodetect               // init received: probes the drivers, sends sensor packets
 	StateSendingInitAck              // autodetect done: sends an ack every tick until the first command
 	StateActiveControl               // drivers get the latest command, sensor packets every tick
-	StateError                       // PC silent too long: motors disabled until a new init
+	StateError                       // PC silent too long: motors disabled until an init
 	StateLinkDown                    // Ethernet PHY link lost: sends nothing
 )
 
@@ -104,6 +104,9 @@ type Board struct {
 	imu       proto.IMU
 	imuFrozen bool
 
+	// ack and sensor are the packets the firmware keeps and sends: entering SENDING_INIT_ACK
+	// writes the session into both, so until then sensor packets carry the previous session.
+	ack     proto.Ack
 	sensor  proto.Sensor
 	out     [proto.SensorLen]byte
 	scratch [proto.SensorLen]byte
@@ -161,7 +164,8 @@ func New(cfg Config, plant Plant) (*Board, error) {
 // State is the current communication state.
 func (b *Board) State() State { return b.state }
 
-// SessionID is the session the board accepts commands from (0 before the first init).
+// SessionID is the session the board accepts commands from (0 before the first init). Its sensor
+// packets carry it only from the ack on: during SPI_AUTODETECT they still name the previous one.
 func (b *Board) SessionID() uint16 { return b.sessionID }
 
 // SPIConnected has bit i set for each driver that answered during the last SPI autodetection.
@@ -192,17 +196,18 @@ func (b *Board) handleInit(p []byte) []byte {
 		return nil
 	}
 	var in proto.Init
-	if in.Unmarshal(p) != nil || in.SessionID == 0 {
+	if in.Unmarshal(p) != nil {
 		return nil
 	}
 	if b.cfg.Version != 3 && in.Version != b.cfg.Version {
-		ack := proto.Ack{Version: b.cfg.Version, SessionID: in.SessionID, SPIConnected: b.connected}
-		_ = ack.Marshal(b.reply[:])
+		// The firmware answers from its ack packet, with the init's id written in: spi_connected
+		// stays what the last acknowledged session saw.
+		b.ack.Version, b.ack.SessionID = b.cfg.Version, in.SessionID
+		_ = b.ack.Marshal(b.reply[:])
 		return b.reply[:]
 	}
-	if b.state == StateError && in.SessionID == b.sessionID {
-		return nil // a late init of the session that just failed must not revive it
-	}
+	// Any id starts a session, 0 and the id of the session that just failed included: the
+	// firmware checks none. Its sensor packets keep the previous id until the ack.
 	b.sessionID = in.SessionID
 	b.state = StateSPIAutodetect
 	b.stateTicks = 0
@@ -247,7 +252,7 @@ func (b *Board) Tick() []byte {
 	}
 	switch b.state {
 	case StateSendingInitAck:
-		return b.ack()
+		return b.ackPacket()
 	case StateSPIAutodetect, StateActiveControl, StateError:
 		return b.sensorPacket()
 	}
@@ -259,10 +264,7 @@ func (b *Board) advanceState() {
 	case StateSPIAutodetect:
 		b.stateTicks++
 		if b.stateTicks > b.cfg.AutodetectTicks {
-			b.state = StateSendingInitAck
-			b.silentTicks = 0
-			b.sensor.SensorIndex = 0
-			b.sensor.PacketLoss = 0
+			b.enterSendingInitAck()
 		}
 	case StateSendingInitAck:
 		b.silentTicks++
@@ -275,6 +277,17 @@ func (b *Board) advanceState() {
 			b.state = StateError
 		}
 	}
+}
+
+// enterSendingInitAck is where the firmware stamps the new session on what it sends: the ack,
+// and the sensor packets, whose sensor_index and packet_loss restart at 0.
+func (b *Board) enterSendingInitAck() {
+	b.state = StateSendingInitAck
+	b.silentTicks = 0
+	b.ack = proto.Ack{Version: b.cfg.Version, SessionID: b.sessionID, SPIConnected: b.connected}
+	b.sensor.SessionID = b.sessionID
+	b.sensor.SensorIndex = 0
+	b.sensor.PacketLoss = 0
 }
 
 // exchangeSPI sends each wired driver its command for this tick and notes which answered.
@@ -335,19 +348,17 @@ func (b *Board) fillDriverBlocks() {
 	b.sensor.IMU = b.imu
 }
 
-func (b *Board) ack() []byte {
-	ack := proto.Ack{Version: b.cfg.Version, SessionID: b.sessionID, SPIConnected: b.connected}
+func (b *Board) ackPacket() []byte {
 	if b.cfg.Version == 3 {
-		binary.LittleEndian.PutUint16(b.out[0:], ack.SessionID)
-		b.out[2] = ack.SPIConnected
+		binary.LittleEndian.PutUint16(b.out[0:], b.ack.SessionID)
+		b.out[2] = b.ack.SPIConnected
 		return b.out[:v3AckLen]
 	}
-	_ = ack.Marshal(b.out[:proto.AckLen])
+	_ = b.ack.Marshal(b.out[:proto.AckLen])
 	return b.out[:proto.AckLen]
 }
 
 func (b *Board) sensorPacket() []byte {
-	b.sensor.SessionID = b.sessionID
 	b.sensor.SensorIndex++
 	if b.cfg.Version == 3 {
 		_ = b.sensor.Marshal(b.scratch[:])

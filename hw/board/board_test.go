@@ -59,7 +59,7 @@ var toError = append(append([]step{}, toControl...),
 	step{ticks: 1, sends: sensor, state: StateError},
 )
 
-func script(prefix []step, more ...step) []step { return append(append([]step{}, prefix...), more...) }
+func script[S any](prefix []S, more ...S) []S { return append(append([]S{}, prefix...), more...) }
 
 func TestStateMachine(t *testing.T) {
 	for _, tc := range []struct {
@@ -67,7 +67,9 @@ func TestStateMachine(t *testing.T) {
 		steps []step
 	}{
 		{"boot waits for init silently", []step{{ticks: 2000, sends: none, state: StateWaitingForInit}}},
-		{"session id 0 is reserved", []step{{act: initOf(0), ticks: 10, sends: none, state: StateWaitingForInit}}},
+		{"session id 0 starts a session", []step{
+			{act: initOf(0), ticks: 51, sends: sensor, state: StateSPIAutodetect},
+			{ticks: 1, sends: ack, state: StateSendingInitAck}}},
 		{"commands before init are ignored", []step{{act: commandOf(0, 0), ticks: 5, sends: none, state: StateWaitingForInit}}},
 		{"init, 51 ticks of autodetect, then acks", script(toAck, step{ticks: 500, sends: ack, state: StateSendingInitAck})},
 		{"no command 1000 ms after the ack", script(toAck,
@@ -97,8 +99,9 @@ func TestStateMachine(t *testing.T) {
 		{"ERROR keeps sending sensor packets", script(toError, step{ticks: 3000, sends: sensor, state: StateError})},
 		{"ERROR ignores the old session's commands", script(toError,
 			step{act: commandOf(7, 50), ticks: 5, sends: sensor, state: StateError})},
-		{"ERROR ignores an init of the same session", script(toError,
-			step{act: initOf(7), ticks: 5, sends: sensor, state: StateError})},
+		{"ERROR takes an init of the same session", script(toError,
+			step{act: initOf(7), ticks: 51, sends: sensor, state: StateSPIAutodetect},
+			step{ticks: 1, sends: ack, state: StateSendingInitAck})},
 		{"a new session leaves ERROR", script(toError,
 			step{act: initOf(8), state: StateSPIAutodetect},
 			step{ticks: 51, sends: sensor, state: StateSPIAutodetect},
@@ -140,8 +143,8 @@ func TestAckAndSessionID(t *testing.T) {
 	var out []byte
 	for len(out) != proto.AckLen {
 		out = b.Tick()
-		if len(out) == proto.SensorLen && decodeSensor(t, out).SessionID != 0xBEEF {
-			t.Fatal("autodetect sensor packet carries the wrong session id")
+		if len(out) == proto.SensorLen && decodeSensor(t, out).SessionID != 0 {
+			t.Fatal("autodetect sensor packet after boot carries a session id other than 0")
 		}
 	}
 	var a proto.Ack

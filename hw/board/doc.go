@@ -6,7 +6,10 @@
 // sensor packet or nothing. The states, timeouts and counters are the firmware's (see
 // /work/shared/spec/masterboard.md): WAITING_FOR_INIT, SPI_AUTODETECT, SENDING_INIT_ACK,
 // ACTIVE_CONTROL, ERROR and LINK_DOWN; the latest command is held when the PC misses a packet;
-// commands of a foreign session are ignored; only a new init with a new session id leaves ERROR.
+// commands of a foreign session are ignored; any init leaves ERROR, whatever its session id (0 and
+// the failed session's own included). Sensor packets take the new session id, and restart
+// sensor_index and packet_loss, only on entering SENDING_INIT_ACK: during SPI_AUTODETECT they
+// continue the previous session's (session 0 after boot).
 //
 // The six motor driver cards are emulated too: enabling a motor runs a rotor alignment before the
 // ready bit, each encoder has an index pulse at a configured motor angle (with the optional index

@@ -6,7 +6,7 @@ import (
 )
 
 // Init is what the host sends until the board acknowledges: it names the protocol version and the
-// session id the board will accept commands from. Session id 0 is reserved.
+// session id the board will accept commands from. The firmware takes any id, 0 included.
 type Init struct {
 	Version   uint16
 	SessionID uint16
