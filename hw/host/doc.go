@@ -8,7 +8,9 @@
 // consecutive losses, and the command round-trip latency from last_cmd_index.
 //
 // A listener session sends nothing: it adopts the session id of the sensor packets it sees, so
-// a second program can monitor a running robot.
+// a second program can monitor a running robot, and follows each new session (a change of id,
+// or the board's acks, which also mark a new session that repeats the old id) with its loss
+// accounting started afresh: the board restarts sensor_index and packet_loss for each session.
 //
 // Per-driver status words are decoded into names (DriverStatus) and driver errors into
 // *DriverError values that say what to check. Commands the wire had to saturate (gains above the

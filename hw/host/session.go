@@ -68,6 +68,7 @@ type Session struct {
 	rx, tx     [proto.MaxFrameLen]byte
 	lastSensor []byte        // payload of the last decoded sensor packet, inside rx
 	lastPass   time.Duration // when Receive last found no sensor packet (read at least once since)
+	sawAck     bool          // a listener saw an ack since the session's last sensor packet
 	sendTimes  [sendRingSize]sendRecord
 	stats      counters
 }
@@ -176,7 +177,8 @@ func (s *Session) Connect(ctx context.Context) (proto.Ack, error) {
 			s.logConnected(ack)
 			return ack, nil
 		case proto.KindSensor:
-			// Our own session's packets come during autodetection; others mean a busy board.
+			// During its autodetection for our init the board still stamps the previous session's
+			// id (0 after boot), so another id means a busy board only if no ack follows.
 			if theirs := binary.LittleEndian.Uint16(p); theirs != s.id {
 				other.Theirs, other.Acked = theirs, false
 				busy = true
@@ -195,7 +197,10 @@ func (s *Session) logConnected(ack proto.Ack) {
 }
 
 // Listen waits for the board's sensor packets and adopts their session id: a listener session
-// sends nothing and follows the session, even when the controlling program starts a new one.
+// sends nothing and follows the session, even when the controlling program starts a new one. A
+// new session is a change of id or an ack (the board sends them while it starts a session, with
+// the same id or another); its loss accounting starts afresh, so the restart of sensor_index is
+// not counted as lost packets.
 func (s *Session) Listen(ctx context.Context) error {
 	if s.phase != idle {
 		return errors.New("host: session already connected")
@@ -228,8 +233,10 @@ func (s *Session) Listen(ctx context.Context) error {
 		"the interface the board's cable is plugged into?", ErrNoAnswer, s.cfg.Interface, s.cfg.InitTimeout)
 }
 
+// start begins the accounting of a session: the board restarts sensor_index and packet_loss for
+// each, so the first packet is compared with nothing of the session before.
 func (s *Session) start(p phase, connected uint8) {
-	s.phase, s.connected = p, connected
+	s.phase, s.connected, s.sawAck = p, connected, false
 	s.lastValid = s.now()
 	s.stats.session = s.id
 	s.stats.resetSequence()
@@ -322,7 +329,7 @@ func (s *Session) LastCommandPayload() []byte {
 }
 
 // Receive waits for the next sensor packet of our session and decodes it into out. Packets of
-// other sessions are counted and dropped (a listener follows a change of session instead).
+// other sessions are counted and dropped (a listener follows a new session instead, see Listen).
 // Errors: ErrSensorTimeout (wrapped) when none arrived within the sensor timeout;
 // ErrCommandsIgnored (wrapped, out holds the packet) when the board stopped taking our commands.
 func (s *Session) Receive(out *proto.Sensor) error {
@@ -347,17 +354,24 @@ func (s *Session) Receive(out *proto.Sensor) error {
 		case err != nil:
 			return err
 		}
-		if kind != proto.KindSensor {
-			continue // acks until the board has seen our first command
+		if kind == proto.KindAck {
+			// Acks until the board has seen our first command. A listener learns from them that
+			// the board is starting a session, and so restarting its counters, even when the new
+			// session repeats the old id.
+			s.sawAck = s.phase == listening
+			continue
 		}
-		if theirs := binary.LittleEndian.Uint16(p); theirs != s.id {
-			if s.phase != listening {
-				s.stats.foreign++
-				continue
-			}
+		if kind != proto.KindSensor {
+			continue
+		}
+		switch theirs := binary.LittleEndian.Uint16(p); {
+		case s.phase == listening && (theirs != s.id || s.sawAck):
 			s.log.Info("listener follows a new session", "interface", s.cfg.Interface, "old", s.id, "new", theirs)
 			s.id = theirs
 			s.start(listening, s.connected)
+		case theirs != s.id:
+			s.stats.foreign++
+			continue
 		}
 		_ = out.Unmarshal(p) // the length was checked by ParsePayload
 		s.lastSensor = p
