@@ -31,7 +31,8 @@ It sends inits until the board acknowledges (2.5 s at most), then commands at th
 1 kHz pace: every motor enabled with zero gains and zero current, so nothing moves. Once per
 second it prints commands sent, sensor packets received, command loss (counted by the board),
 sensor loss (gaps in sensor_index), the command round trip p50/p99 and each driver's status.
-With --listen it sends nothing and follows the session it sees.
+With --listen it sends nothing and follows the session it sees, then each new one (the board
+restarts sensor_index for every session: that is not counted as loss).
 
 If the board stops taking commands (its 20 ms watchdog fired because this program stalled) or
 its packets stop for 50 ms, linkcheck says so and connects a new session; it exits with status

@@ -31,25 +31,37 @@ func TestUsage(t *testing.T) {
 	}
 }
 
+// serveBoard runs an emulated board (motors align in 50 ms) on conn until the test ends.
+func serveBoard(t *testing.T, conn link.Conn, opts server.Options) {
+	t.Helper()
+	plant, err := board.NewFirstOrderPlant(board.FirstOrderConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := board.New(board.Config{AlignmentTicks: 50}, plant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := server.New(b, conn, opts)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+}
+
 // TestAgainstEmulatedBoard runs linkcheck for 1.5 s against an emulated board on a UDP tunnel.
 func TestAgainstEmulatedBoard(t *testing.T) {
 	u, err := link.ListenUDP("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer u.Close()
-	plant, _ := board.NewFirstOrderPlant(board.FirstOrderConfig{})
-	b, _ := board.New(board.Config{AlignmentTicks: 50}, plant)
-	srv := server.New(b, u, server.Options{})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	t.Cleanup(func() { u.Close() })
+	serveBoard(t, u, server.Options{})
 	var out, errs bytes.Buffer
 	code := run([]string{"--transport", "udp", "--addr", u.Addr().String(), "--duration", "1500ms", "--rt-priority", "0"}, &out, &errs)
 	if code != 0 {
