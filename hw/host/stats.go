@@ -15,7 +15,8 @@ type Stats struct {
 	SensorsReceived uint64
 	// CommandLoss is the number of our commands the board never received, from its packet_loss.
 	CommandLoss uint64
-	// SensorLoss is the number of the board's sensor packets we never received (sensor_index gaps).
+	// SensorLoss is the number of the board's sensor packets we never received: sensor_index gaps
+	// within a session (the board restarts the index for each session, a listener's too).
 	SensorLoss uint64
 	// ForeignSensors counts dropped sensor packets of another session; Malformed counts frames
 	// that were not v4 master-board payloads.
