@@ -20,8 +20,8 @@ type rig struct {
 	srv      *server.Server
 }
 
-// startBoard runs a board with a first-order plant behind a pipe until the test ends.
-func startBoard(t testing.TB, cfg board.Config, opts server.Options) *rig {
+// newBoard is an emulated board with a first-order plant.
+func newBoard(t testing.TB, cfg board.Config) *board.Board {
 	t.Helper()
 	plant, err := board.NewFirstOrderPlant(board.FirstOrderConfig{})
 	if err != nil {
@@ -31,6 +31,13 @@ func startBoard(t testing.TB, cfg board.Config, opts server.Options) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return b
+}
+
+// startBoard runs a board with a first-order plant behind a pipe until the test ends.
+func startBoard(t testing.TB, cfg board.Config, opts server.Options) *rig {
+	t.Helper()
+	b := newBoard(t, cfg)
 	h, be := link.Pipe()
 	srv := server.New(b, be, opts)
 	ctx, cancel := context.WithCancel(context.Background())

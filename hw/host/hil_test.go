@@ -26,16 +26,8 @@ const hilPriority = 30
 // serveBoard runs an emulated board with a first-order plant on conn until the test ends.
 func serveBoard(tb testing.TB, conn *link.Ethernet, cfg board.Config, lockstep bool, priority int) *server.Server {
 	tb.Helper()
-	plant, err := board.NewFirstOrderPlant(board.FirstOrderConfig{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	b, err := board.New(cfg, plant)
-	if err != nil {
-		tb.Fatal(err)
-	}
 	log, _ := newLogger()
-	srv := server.New(b, conn, server.Options{MAC: conn.LocalMAC(), Lockstep: lockstep, Priority: priority, Logger: log})
+	srv := server.New(newBoard(tb, cfg), conn, server.Options{MAC: conn.LocalMAC(), Lockstep: lockstep, Priority: priority, Logger: log})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()

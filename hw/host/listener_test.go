@@ -27,19 +27,11 @@ type feed struct {
 }
 
 func newFeed(t *testing.T, lost func([]byte) bool) *feed {
-	plant, err := board.NewFirstOrderPlant(board.FirstOrderConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := board.New(board.Config{}, plant)
-	if err != nil {
-		t.Fatal(err)
-	}
 	listenEnd, boardEnd := link.Pipe()
 	t.Cleanup(func() { listenEnd.Close(); boardEnd.Close() })
 	log, _ := newLogger()
 	l := host.New(listenEnd, host.Config{Interface: "pipe", Logger: log})
-	return &feed{t: t, b: b, end: boardEnd, l: l, lost: lost}
+	return &feed{t: t, b: newBoard(t, board.Config{}), end: boardEnd, l: l, lost: lost}
 }
 
 // tick hands the board payload (if any), runs one tick and passes on what the board sends.
