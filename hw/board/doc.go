@@ -11,6 +11,13 @@
 // sensor_index and packet_loss, only on entering SENDING_INIT_ACK: during SPI_AUTODETECT they
 // continue the previous session's (session 0 after boot).
 //
+// One known difference: the firmware enters a new state at the tick after the one that decides it
+// (its next_state), this board at once. So its watchdogs fire a tick or two earlier than the
+// firmware's: after the last command this board drives it for 20 ticks and is in ERROR on the
+// 21st, the firmware drives it for 21, sends zero commands on the 22nd and is in ERROR from the
+// 23rd; it sends 1001 acks before the ack timeout, the firmware 1002; and of two inits within one
+// tick the firmware takes the last, this board the first.
+//
 // The six motor driver cards are emulated too: enabling a motor runs a rotor alignment before the
 // ready bit, each encoder has an index pulse at a configured motor angle (with the optional index
 // offset compensation that zeroes the reported position at the first index), a driver-side
