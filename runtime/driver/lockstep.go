@@ -49,8 +49,10 @@ var ErrNoAck = errors.New("driver: the board did not acknowledge the init within
 
 // Connect runs the init handshake: an init every tick until the board acknowledges it.
 func (d *Lockstep) Connect() error {
+	// The board takes id 0, but its packets before the first session carry 0
+	// too, so a host on 0 could not tell its own session from boot-time packets.
 	if d.SessionID == 0 {
-		return fmt.Errorf("driver: session id 0 is reserved")
+		return fmt.Errorf("driver: session id 0 is what a board sends before any session; choose another")
 	}
 	init := proto.Init{Version: proto.Version, SessionID: d.SessionID}
 	var buf [proto.InitLen]byte
