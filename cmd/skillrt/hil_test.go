@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -60,19 +59,13 @@ func TestRuntimeRealtimeOverEthernet(t *testing.T) {
 	if err := skills.WriteBank(bankPath, skillstest.Constant(t, skillstest.Locomotion(t), [skills.NumJoints]float32{})); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mqttAddr := ln.Addr().String()
-	ln.Close()
 	cfg := config.Default()
 	cfg.RobotID, cfg.Bank = "solo-hil", bankPath
 	cfg.Transport = config.Transport{Kind: config.TransportEthernet, Iface: b.Interface()}
 	cfg.Calibration.Mode = config.CalibrationOffsets
 	cfg.Calibration.Offsets = robot.JointOffsets()
 	cfg.Slider.Enabled = false
-	cfg.MQTT.Listen = mqttAddr
+	cfg.MQTT.Listen = freeLoopbackAddr(t)
 	cfg.Metrics.Listen, cfg.Recorder.Dir = "", ""
 	rt, err := app.Start(ctx, cfg, app.Options{Link: hostConn, AutoRun: true, RealtimePriority: 30})
 	if err != nil {

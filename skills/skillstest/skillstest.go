@@ -1,11 +1,12 @@
 // Package skillstest owns tiny hand-built skill banks for tests of the code that runs banks
 // (the runtime core and its drivers, evaluation): a policy that outputs one constant action
-// whatever it sees, and one whose action overflows to NaN, each wrapped in a one-latent bank
-// that validates.
+// whatever it sees, one whose action overflows to NaN, and a seeded random network of a real
+// policy's size, each wrapped in a one-latent bank that validates.
 package skillstest
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/dualforce/dualforce/skills"
@@ -51,6 +52,31 @@ func NaNAction(t testing.TB, c skills.Contract) *skills.Bank {
 		out.W[2*row], out.W[2*row+1] = 1e38, -1e38
 	}
 	return Bank(t, c, skills.MLP{Layers: []skills.Dense{hidden, out}})
+}
+
+// Random is a bank under contract c whose policy is a network with the given hidden layer sizes
+// (tanh) and seeded uniform weights: every output depends on every input through long float32
+// sums, as a trained policy's does, while the mean rows' small weights keep the action within
+// about +-0.2 of the default pose. For tests of what float rounding does (replay across CPUs).
+func Random(t testing.TB, c skills.Contract, seed uint64, hidden ...int) *skills.Bank {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
+	sizes := append(append([]int{c.Layout.Dim() + LatentDim}, hidden...), 2*skills.NumJoints)
+	var net skills.MLP
+	for i := 1; i < len(sizes); i++ {
+		in, out := sizes[i-1], sizes[i]
+		scale := float32(math.Sqrt(3 / float64(in))) // unit variance through each layer
+		act := skills.ActTanh
+		if i == len(sizes)-1 {
+			scale, act = 0.1*scale, skills.ActNone
+		}
+		l := skills.Dense{In: in, Out: out, W: make([]float32, in*out), B: make([]float32, out), Act: act}
+		for k := range l.W {
+			l.W[k] = scale * (2*rng.Float32() - 1)
+		}
+		net.Layers = append(net.Layers, l)
+	}
+	return Bank(t, c, net)
 }
 
 // Bank wraps policy net in a one-slot, one-latent bank under contract c and validates it.
