@@ -18,8 +18,6 @@ import (
 	"time"
 
 	"github.com/dualforce/dualforce/hw/board"
-	"github.com/dualforce/dualforce/hw/board/server"
-	"github.com/dualforce/dualforce/hw/link"
 	"github.com/dualforce/dualforce/runtime/app"
 	"github.com/dualforce/dualforce/runtime/config"
 	"github.com/dualforce/dualforce/runtime/core"
@@ -33,7 +31,7 @@ import (
 const qemuARM64 = "qemu-aarch64-static"
 
 // TestArm64ReplaysAnAmd64Recording builds the on-robot binary for linux/arm64 (CGO_ENABLED=0, as
-// it ships), records a real-time run of the runtime on this amd64 machine with a policy of a real
+// it ships), records a run of the runtime on this amd64 machine with a policy of a real
 // policy's size, and replays the recording with the arm64 skillrt under qemu-user. The amd64
 // replay is byte for byte; the arm64 one sums the policy's float32 products in another order (a
 // Go loop with fused multiply-adds instead of vek's AVX2 kernels), so its commands may differ in
@@ -123,9 +121,9 @@ func freeLoopbackAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// recordRun runs the runtime as deployed (app.Start, its real-time driver, the flight recorder)
-// on the bank at bankPath against an emulated master board over an in-process link: it stands
-// the robot up, runs the skill for the given time, and returns the recording's files.
+// recordRun runs the runtime as deployed (app.Start, the flight recorder) on the bank at bankPath
+// in lockstep with an emulated master board, paced to the wall clock without real-time priority:
+// it stands the robot up, runs the skill for the given time, and returns the recording's files.
 func recordRun(t *testing.T, bankPath, recDir string, running time.Duration) []string {
 	t.Helper()
 	plant, err := board.NewFirstOrderPlant(board.FirstOrderConfig{})
@@ -136,12 +134,8 @@ func recordRun(t *testing.T, bankPath, recDir string, running time.Duration) []s
 	if err != nil {
 		t.Fatal(err)
 	}
-	boardEnd, hostEnd := link.Pipe()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	srvDone := make(chan error, 1)
-	go func() { srvDone <- server.New(b, boardEnd, server.Options{Priority: 20}).Run(ctx) }()
-
 	cfg := config.Default()
 	cfg.RobotID, cfg.Bank = "solo-arm64", bankPath
 	cfg.Transport = config.Transport{Kind: config.TransportPipe}
@@ -149,8 +143,7 @@ func recordRun(t *testing.T, bankPath, recDir string, running time.Duration) []s
 	cfg.Slider.Enabled = false
 	cfg.MQTT.Listen = freeLoopbackAddr(t)
 	cfg.Metrics.Listen, cfg.Recorder.Dir = "", recDir
-	cfg.Limits.LoopOverrunBudget = 19 // a shared machine; timing is not what the recording is for
-	rt, err := app.Start(ctx, cfg, app.Options{Link: hostEnd, AutoRun: true, RealtimePriority: 20})
+	rt, err := app.Start(ctx, cfg, app.Options{Board: b, AutoRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,9 +160,6 @@ func recordRun(t *testing.T, bankPath, recDir string, running time.Duration) []s
 	time.Sleep(running)
 	cancel()
 	if err := <-runDone; err != nil {
-		t.Fatal(err)
-	}
-	if err := <-srvDone; err != nil {
 		t.Fatal(err)
 	}
 	files, err := recorder.Recordings(recDir, "")

@@ -40,6 +40,13 @@ type Options struct {
 	// transport (tests that open a raw socket inside a network namespace; embedding). The
 	// runtime closes it on shutdown.
 	Link link.Conn
+	// Board, when set, is an in-process simulated master board the runtime drives in lockstep
+	// (runtime/driver.Lockstep) instead of opening a link: one board tick per core tick, paced to
+	// the wall clock at 1 kHz by sleeping, never spinning, and catching up after a stall, so the
+	// simulated robot never misses a period however busy the machine is. Everything else (MQTT,
+	// metrics, the flight recorder) runs as deployed. For fleets of simulated robots on few cores;
+	// Link, the transport and RealtimePriority are not used.
+	Board driver.Board
 	// StatusEvery logs a status line (mode, skill, fault, base velocity estimate, loop timing)
 	// at this interval; 0 logs none.
 	StatusEvery time.Duration
@@ -61,6 +68,8 @@ type Runtime struct {
 	metrics  *metrics.Metrics
 	recorder *recorder.Recorder
 	drv      *driver.RealTime
+	lock     *driver.Lockstep // instead of drv and session with Options.Board
+	payloads payloads         // the last tick's sensor and command payloads: session or lock
 	closers  []func() error
 	status   time.Duration
 	opts     Options
@@ -96,7 +105,11 @@ func Start(ctx context.Context, cfg config.Config, opts Options) (_ *Runtime, er
 	if err := rt.startCore(opts); err != nil {
 		return nil, err
 	}
-	if err := rt.startLink(ctx, opts.Link); err != nil {
+	if opts.Board != nil {
+		if err := rt.startLockstep(opts.Board); err != nil {
+			return nil, err
+		}
+	} else if err := rt.startLink(ctx, opts.Link); err != nil {
 		return nil, err
 	}
 	if err := rt.startSensors(ctx); err != nil {
@@ -107,6 +120,13 @@ func Start(ctx context.Context, cfg config.Config, opts Options) (_ *Runtime, er
 	}
 	if err := rt.startObservers(); err != nil {
 		return nil, err
+	}
+	rt.status = opts.StatusEvery
+	if rt.lock != nil {
+		if rt.percept != nil {
+			rt.lock.Perception = rt.fillPerception
+		}
+		return rt, nil
 	}
 	if opts.RealtimePriority > 0 {
 		// Every thread real-time, so the Go scheduler's own threads hand the control loop its
@@ -120,7 +140,6 @@ func Start(ctx context.Context, cfg config.Config, opts Options) (_ *Runtime, er
 			rt.closers = append(rt.closers, restore)
 		}
 	}
-	rt.status = opts.StatusEvery
 	rt.drv = &driver.RealTime{Core: rt.core, Link: rt.session, Slider: rt.box, Observe: rt.observe, Priority: opts.RealtimePriority}
 	if rt.percept != nil {
 		rt.drv.Perception = rt.fillPerception
@@ -139,8 +158,14 @@ func (rt *Runtime) MQTTURL() string {
 	return rt.cfg.MQTT.URL
 }
 
-// Timing is the control loop's timing record; read it after Run returned.
-func (rt *Runtime) Timing() *driver.Timing { return rt.drv.Timing() }
+// Timing is the control loop's timing record; read it after Run returned. In lockstep only
+// Ticks counts: simulated time never misses a period.
+func (rt *Runtime) Timing() *driver.Timing {
+	if rt.lock != nil {
+		return &driver.Timing{Ticks: uint64(rt.lock.Now() / time.Millisecond)}
+	}
+	return rt.drv.Timing()
+}
 
 // Run drives the control loop until ctx ends or the link fails for good, then shuts everything
 // down. Run locks the calling goroutine to its OS thread.
@@ -152,12 +177,17 @@ func (rt *Runtime) Run(ctx context.Context) error {
 	if rt.status > 0 {
 		go rt.logStatus(loaderCtx)
 	}
-	rt.log.Info("control loop running", "bank", rt.cfg.Bank, "robot", rt.cfg.RobotID)
-	err := rt.drv.Run(ctx)
+	rt.log.Info("control loop running", "bank", rt.cfg.Bank, "robot", rt.cfg.RobotID, "lockstep", rt.lock != nil)
+	var err error
+	if rt.lock != nil {
+		err = rt.runLockstep(ctx)
+	} else {
+		err = rt.drv.Run(ctx)
+	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		err = nil
 	}
-	t := rt.drv.Timing()
+	t := rt.Timing()
 	rt.log.Info("control loop stopped", "ticks", t.Ticks, "missed_periods", t.Missed, "overruns", t.Overruns,
 		"period_p50", t.Period.Quantile(0.5), "period_p99", t.Period.Quantile(0.99), "compute_p99", t.Compute.Quantile(0.99))
 	return err
@@ -278,12 +308,42 @@ func (rt *Runtime) startLink(ctx context.Context, given link.Conn) error {
 	// The loop must keep ticking through silence, so Receive gives up after two periods; the
 	// core's own link timeout (20 ms) decides when silence is a fault.
 	rt.session = host.New(rt.conn, host.Config{Interface: name, SensorTimeout: 2 * time.Millisecond, Logger: rt.log})
+	rt.payloads = rt.session
 	ack, err := rt.session.Connect(ctx)
 	if err != nil {
 		return err
 	}
 	rt.log.Info("master board connected", "link", name, "session", rt.session.SessionID(), "spi_connected", fmt.Sprintf("%06b", ack.SPIConnected))
 	return nil
+}
+
+// lockstepSession is the host's session id in lockstep (any non-zero id: the board is ours).
+const lockstepSession = 0x5e55
+
+// startLockstep connects the lockstep driver to the in-process board.
+func (rt *Runtime) startLockstep(b driver.Board) error {
+	rt.lock = &driver.Lockstep{Core: rt.core, Board: b, SessionID: lockstepSession, Observe: rt.observe}
+	rt.payloads = rt.lock
+	if err := rt.lock.Connect(); err != nil {
+		return err
+	}
+	rt.log.Info("simulated master board connected in lockstep", "session", lockstepSession)
+	return nil
+}
+
+// runLockstep steps the core and the board once per millisecond of wall time, sleeping while
+// ahead and stepping without sleep while behind.
+func (rt *Runtime) runLockstep(ctx context.Context) error {
+	start := time.Now()
+	for ctx.Err() == nil {
+		if err := rt.lock.Step(); err != nil {
+			return err
+		}
+		if ahead := rt.lock.Now() - time.Since(start); ahead > 0 {
+			time.Sleep(ahead)
+		}
+	}
+	return ctx.Err()
 }
 
 func (rt *Runtime) startSensors(ctx context.Context) error {
@@ -399,6 +459,13 @@ func (rt *Runtime) fillPerception(_ time.Duration, p *core.Perception) {
 	p.Position, p.Yaw, p.HeightMap = d.Position, d.Yaw, d.Heights
 }
 
+// payloads gives the flight recorder the last tick's payloads as they went over the link:
+// hw/host.Session, or driver.Lockstep.
+type payloads interface {
+	LastSensorPayload() []byte
+	LastCommandPayload() []byte
+}
+
 // observe feeds the flight recorder and metrics; it runs on the control thread after each send.
 func (rt *Runtime) observe(in *core.Input, out *core.Output) {
 	now := time.Now()
@@ -420,7 +487,7 @@ func (rt *Runtime) observe(in *core.Input, out *core.Output) {
 				m.SetSkill(e.To.Index)
 			}
 		}
-		if out.PolicyTick {
+		if out.PolicyTick && rt.session != nil {
 			st := rt.session.Stats()
 			m.AddSensorPacketsLost(st.SensorLoss - rt.lastStats.SensorLoss)
 			m.AddCommandPacketsLost(st.CommandLoss - rt.lastStats.CommandLoss)
@@ -437,9 +504,9 @@ func (rt *Runtime) observe(in *core.Input, out *core.Output) {
 	t.UnixNano = now.UnixNano()
 	t.Sensor = nil
 	if in.Fresh {
-		t.Sensor = rt.session.LastSensorPayload()
+		t.Sensor = rt.payloads.LastSensorPayload()
 	}
-	t.Command = rt.session.LastCommandPayload()
+	t.Command = rt.payloads.LastCommandPayload()
 	t.Observation, t.Action = out.Obs, out.Action
 	rt.eventBuf = rt.eventBuf[:0]
 	for i := range out.Events {

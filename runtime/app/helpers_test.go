@@ -23,6 +23,7 @@ import (
 	"github.com/dualforce/dualforce/hw/board/server"
 	"github.com/dualforce/dualforce/hw/link"
 	"github.com/dualforce/dualforce/runtime/config"
+	"github.com/dualforce/dualforce/runtime/core"
 	"github.com/dualforce/dualforce/runtime/driver"
 	"github.com/dualforce/dualforce/runtime/mqtt/mqtttest"
 	"github.com/dualforce/dualforce/runtime/recorder"
@@ -196,6 +197,9 @@ type tickRecord struct {
 	fresh  bool      // a sensor packet arrived for this tick
 	action []float32 // the policy's action on policy ticks while a skill runs, else nil
 	events []recordedEvent
+	// commands are the ids of the operator commands the core applied at this tick (its input
+	// record's), heartbeats and other id-less commands left out.
+	commands []string
 }
 
 // recordedEvent is one line of a tick's events (runtime/app's appendEvent).
@@ -211,11 +215,20 @@ type recordedEvent struct {
 // recording reads the flight recording of a stopped harness.
 func (h *harness) recording(t testing.TB) []tickRecord {
 	t.Helper()
-	files, err := recorder.Recordings(h.cfg.Recorder.Dir, "")
+	return readRecording(t, h.cfg.Recorder.Dir)
+}
+
+// readRecording reads the flight recording in dir of a stopped runtime.
+func readRecording(t testing.TB, dir string) []tickRecord {
+	t.Helper()
+	files, err := recorder.Recordings(dir, "")
 	if err != nil || len(files) == 0 {
-		t.Fatalf("recordings in %s: %v %v", h.cfg.Recorder.Dir, files, err)
+		t.Fatalf("recordings in %s: %v %v", dir, files, err)
 	}
-	var ticks []tickRecord
+	var (
+		ticks []tickRecord
+		input core.InputRecord
+	)
 	for _, f := range files {
 		r, err := recorder.Open(f)
 		if err != nil {
@@ -239,6 +252,14 @@ func (h *harness) recording(t testing.TB) []tickRecord {
 					t.Fatalf("tick %d: event %q: %v", tick.Index, line, err)
 				}
 				rec.events = append(rec.events, e)
+			}
+			if err := core.DecodeInputRecord(tick.Input, &input); err != nil {
+				t.Fatalf("tick %d: input record: %v", tick.Index, err)
+			}
+			for _, c := range input.Commands {
+				if c.ID != "" {
+					rec.commands = append(rec.commands, c.ID)
+				}
 			}
 			ticks = append(ticks, rec)
 		}

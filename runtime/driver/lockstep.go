@@ -37,6 +37,7 @@ type Lockstep struct {
 	tick       uint64
 	index      uint16
 	sensor     proto.Sensor
+	sensorRaw  []byte // this tick's sensor payload as the board sent it; nil when none came
 	haveSensor bool
 	perception core.Perception
 	in         core.Input
@@ -91,12 +92,13 @@ func (d *Lockstep) Step() error {
 	d.tick++
 	now := d.Now()
 	fresh := false
+	d.sensorRaw = nil
 	if p := d.Board.Tick(); len(p) == proto.SensorLen && (d.DropSensor == nil || !d.DropSensor(d.tick)) {
 		if err := d.sensor.Unmarshal(p); err != nil {
 			return fmt.Errorf("driver: sensor packet: %w", err)
 		}
 		if d.sensor.SessionID == d.SessionID {
-			fresh, d.haveSensor = true, true
+			fresh, d.haveSensor, d.sensorRaw = true, true, p
 		}
 	}
 	d.in = core.Input{Now: now, Fresh: fresh}
@@ -111,9 +113,6 @@ func (d *Lockstep) Step() error {
 		d.in.Slider = d.Slider(now)
 	}
 	d.Core.Step(&d.in, &d.out)
-	if d.Observe != nil {
-		d.Observe(&d.in, &d.out)
-	}
 	cmd := &d.out.Command
 	cmd.SessionID = d.SessionID
 	d.index++
@@ -124,8 +123,20 @@ func (d *Lockstep) Step() error {
 	if d.DropCommand == nil || !d.DropCommand(d.tick) {
 		d.Board.HandlePayload(d.cmdBuf[:])
 	}
+	// After the command, as the real-time driver does, so that a recorder can take both payloads.
+	if d.Observe != nil {
+		d.Observe(&d.in, &d.out)
+	}
 	return nil
 }
+
+// LastSensorPayload is the sensor payload of the last Step, as the board sent it; nil when that
+// tick brought none. Valid until the next Step.
+func (d *Lockstep) LastSensorPayload() []byte { return d.sensorRaw }
+
+// LastCommandPayload is the command payload the last Step sent (or would have, had DropCommand
+// lost it). Valid until the next Step.
+func (d *Lockstep) LastCommandPayload() []byte { return d.cmdBuf[:] }
 
 // Run steps until ctx ends, the core reaches phase stop (if untilOff), or n ticks have run (n <= 0:
 // no limit).

@@ -190,6 +190,14 @@ func (m *Mosquitto) Port() int { return m.port }
 // URL is the broker's address for Go clients.
 func (m *Mosquitto) URL() string { return fmt.Sprintf("ssl://127.0.0.1:%d", m.port) }
 
+// PID is the running broker's process id, for its CPU accounting; 0 while it is killed.
+func (m *Mosquitto) PID() int {
+	if m.broker == nil {
+		return 0
+	}
+	return m.broker.cmd.Process.Pid
+}
+
 // start runs a program under ordinary scheduling with its output in the
 // broker's log.
 func (m *Mosquitto) start(stdin bool, program string, args ...string) (*process, io.WriteCloser) {
