@@ -11,10 +11,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// DefaultSpin is how long before a deadline a Pacer stops sleeping and starts spinning: enough
-// to absorb the kernel's wake-up latency, small enough to cost little CPU (a tenth of a core at
-// 1 kHz, though: many pacers on few cores should spin less, see StartSpin).
-const DefaultSpin = 100 * time.Microsecond
+// spinWindow is how long before a deadline the Pacer stops sleeping and starts spinning: enough
+// to absorb the kernel's wake-up latency, small enough to cost little CPU.
+const spinWindow = 100 * time.Microsecond
 
 // Tick describes one release of a Pacer.
 type Tick struct {
@@ -35,7 +34,6 @@ type Stats struct {
 // Start: only that goroutine may call Wait, Stats and Stop.
 type Pacer struct {
 	period    time.Duration
-	spin      time.Duration
 	base      time.Time     // Go's monotonic clock at Start ...
 	baseMono  time.Duration // ... and CLOCK_MONOTONIC at the same instant
 	next      time.Duration // next deadline, since base
@@ -46,18 +44,11 @@ type Pacer struct {
 }
 
 // Start locks the calling goroutine to its OS thread, sets the thread's timer slack to 1 ns and
-// returns a Pacer whose first deadline is one period from now, spinning DefaultSpin before each.
-// Call Stop when done, from the same goroutine.
-func Start(period time.Duration) (*Pacer, error) { return StartSpin(period, DefaultSpin) }
-
-// StartSpin is Start with another spin window: 0 sleeps until each deadline and never spins,
-// for many pacers sharing few cores, at the price of the kernel's wake-up latency as lateness.
-func StartSpin(period, spin time.Duration) (*Pacer, error) {
+// returns a Pacer whose first deadline is one period from now. Call Stop when done, from the
+// same goroutine.
+func Start(period time.Duration) (*Pacer, error) {
 	if period <= 0 {
 		return nil, fmt.Errorf("clock: period must be positive, got %v", period)
-	}
-	if spin < 0 {
-		return nil, fmt.Errorf("clock: spin window must not be negative, got %v", spin)
 	}
 	runtime.LockOSThread()
 	slack, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
@@ -68,7 +59,7 @@ func StartSpin(period, spin time.Duration) (*Pacer, error) {
 		runtime.UnlockOSThread()
 		return nil, fmt.Errorf("clock: set timer slack: %w", err)
 	}
-	p := &Pacer{period: period, spin: spin, prevSlack: slack}
+	p := &Pacer{period: period, prevSlack: slack}
 	var ts unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
 		p.Stop()
@@ -87,10 +78,10 @@ func (p *Pacer) Period() time.Duration { return p.period }
 // returns at once for the most recent one and reports the others as missed.
 func (p *Pacer) Wait() Tick {
 	for {
-		if time.Since(p.base) >= p.next-p.spin {
+		if time.Since(p.base) >= p.next-spinWindow {
 			break
 		}
-		wake := unix.NsecToTimespec(int64(p.baseMono + p.next - p.spin))
+		wake := unix.NsecToTimespec(int64(p.baseMono + p.next - spinWindow))
 		err := unix.ClockNanosleep(unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME, &wake, nil)
 		if err != nil && !errors.Is(err, unix.EINTR) {
 			break // cannot happen with a valid timespec; spinning still keeps the deadline

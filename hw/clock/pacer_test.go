@@ -17,20 +17,11 @@ func TestStartRejectsBadPeriod(t *testing.T) {
 			t.Fatalf("Start(%v) accepted", d)
 		}
 	}
-	if _, err := StartSpin(time.Millisecond, -time.Microsecond); err == nil {
-		t.Fatal("StartSpin accepted a negative spin window")
-	}
 }
 
 func TestPacerReleasesEveryDeadlineInOrder(t *testing.T) {
-	for _, spin := range []time.Duration{DefaultSpin, 0} {
-		t.Run("spin "+spin.String(), func(t *testing.T) { testPacerReleases(t, spin) })
-	}
-}
-
-func testPacerReleases(t *testing.T, spin time.Duration) {
 	const period = time.Millisecond
-	p, err := StartSpin(period, spin)
+	p, err := Start(period)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +35,7 @@ func testPacerReleases(t *testing.T, spin time.Duration) {
 			t.Fatalf("tick index %d, want %d", tick.Index, index)
 		}
 		// Never early: the release comes at or after its deadline.
-		if since := time.Since(start); since < time.Duration(tick.Index)*period-spin {
+		if since := time.Since(start); since < time.Duration(tick.Index)*period-spinWindow {
 			t.Fatalf("tick %d released %v after start", tick.Index, since)
 		}
 		if tick.Lateness < 0 || tick.Lateness >= period {

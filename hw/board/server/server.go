@@ -30,11 +30,7 @@ type Options struct {
 	// On a busy machine make the whole process real-time too (clock.RealtimeProcess), or the Go
 	// scheduler's ordinary threads can stall these ones for tens of milliseconds.
 	Priority int
-	// NoSpin sleeps until each tick's deadline instead of spinning the last DefaultSpin before it
-	// (hw/clock): a tenth of a core less per board, for many boards on few cores, at the price
-	// of the kernel's wake-up latency in every tick's lateness.
-	NoSpin bool
-	Logger *slog.Logger // nil: slog.Default()
+	Logger   *slog.Logger // nil: slog.Default()
 }
 
 // Stats counts what a Server did. Lateness is that of the real-time clock.
@@ -119,11 +115,7 @@ func (s *Server) runRealtime(ctx context.Context) error {
 	go func() { readErr <- s.readLoop() }()
 	defer func() { s.stop.Store(true) }()
 
-	spin := clock.DefaultSpin
-	if s.opts.NoSpin {
-		spin = 0
-	}
-	pacer, err := clock.StartSpin(time.Millisecond, spin)
+	pacer, err := clock.Start(time.Millisecond)
 	if err != nil {
 		return fmt.Errorf("board server: %w", err)
 	}
