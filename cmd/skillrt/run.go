@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dualforce/dualforce/runtime/app"
@@ -27,6 +29,8 @@ func runCmd(ctx context.Context, args []string, stderr io.Writer) int {
 	skill := fs.Int("skill", 0, "bank latent to start with (index)")
 	status := fs.Duration("status", time.Second, "log a status line this often (0: never)")
 	priority := fs.Int("rt-priority", 20, "SCHED_FIFO priority of the process (0: ordinary); without CAP_SYS_NICE it warns and goes on")
+	var cpus cpuList
+	fs.Var(&cpus, "cpus", "pin the control loop's thread to these CPUs (comma-separated, e.g. 3; best a core kept free with isolcpus); empty: any")
 	var level slog.Level
 	fs.TextVar(&level, "log-level", slog.LevelInfo, "debug, info, warn or error")
 	if code := parse(fs, args); code >= 0 {
@@ -42,7 +46,7 @@ func runCmd(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "skillrt:", err)
 		return 2
 	}
-	rt, err := app.Start(ctx, cfg, app.Options{AutoRun: *autoRun, Skill: *skill, RealtimePriority: *priority, StatusEvery: *status, Logger: log})
+	rt, err := app.Start(ctx, cfg, app.Options{AutoRun: *autoRun, Skill: *skill, RealtimePriority: *priority, ControlCPUs: cpus, StatusEvery: *status, Logger: log})
 	if err != nil {
 		fmt.Fprintln(stderr, "skillrt:", err)
 		return 1
@@ -52,6 +56,29 @@ func runCmd(ctx context.Context, args []string, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// cpuList is a flag of comma-separated CPU numbers.
+type cpuList []int
+
+func (l *cpuList) String() string {
+	s := make([]string, len(*l))
+	for i, c := range *l {
+		s[i] = strconv.Itoa(c)
+	}
+	return strings.Join(s, ",")
+}
+
+func (l *cpuList) Set(v string) error {
+	*l = (*l)[:0]
+	for f := range strings.SplitSeq(v, ",") {
+		c, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || c < 0 {
+			return fmt.Errorf("CPU %q: want a number >= 0", f)
+		}
+		*l = append(*l, c)
+	}
+	return nil
 }
 
 func configCmd(stdout io.Writer) int {

@@ -43,6 +43,36 @@ func Realtime(prio int) (restore func() error, err error) {
 	}, nil
 }
 
+// Pin restricts the calling OS thread to the given CPUs, so a control loop's thread keeps a core
+// of its own (best with that core kept free of other work: isolcpus, or other real-time
+// threads pinned elsewhere) instead of being moved between cores by the kernel. The calling
+// goroutine must be locked to its thread and call restore before unlocking it, as for Realtime.
+// Setting the affinity of one's own thread needs no privilege.
+func Pin(cpus []int) (restore func() error, err error) {
+	if len(cpus) == 0 {
+		return nil, errors.New("clock: pin to no CPU")
+	}
+	var prev, set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &prev); err != nil {
+		return nil, fmt.Errorf("clock: read CPU affinity: %w", err)
+	}
+	for _, c := range cpus {
+		if c < 0 || c >= len(set)*64 {
+			return nil, fmt.Errorf("clock: no CPU %d", c)
+		}
+		set.Set(c)
+	}
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		return nil, fmt.Errorf("clock: pin to CPUs %v: %w", cpus, err)
+	}
+	return func() error {
+		if err := unix.SchedSetaffinity(0, &prev); err != nil {
+			return fmt.Errorf("clock: restore CPU affinity: %w", err)
+		}
+		return nil
+	}, nil
+}
+
 // RealtimeProcess moves every thread of the process to SCHED_FIFO at priority prio; threads the
 // Go runtime starts later inherit it. Raising only the control loop's thread is not enough on a
 // busy machine: whenever its goroutine comes back from a system call or is preempted, the Go

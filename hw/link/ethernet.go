@@ -98,6 +98,11 @@ func (e *Ethernet) setup() error {
 	if err := e.setKernelTimeout(closeCheckInterval); err != nil {
 		return err
 	}
+	// The first SIOCGSTAMPNS turns on the kernel's receive timestamps for the socket (and answers
+	// ENOENT, having none yet): from then on every frame is stamped when it reaches the host.
+	if _, err := e.stamp(); err != nil && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("link: receive timestamps on %q: %w", e.ifname, err)
+	}
 	sll := &unix.SockaddrLinklayer{Protocol: htons(proto.EtherType), Ifindex: int(ifr.Uint32())}
 	if err := unix.Bind(e.fd, sll); err != nil {
 		return fmt.Errorf("link: bind raw socket to %q: %w", e.ifname, err)
@@ -186,6 +191,28 @@ func (e *Ethernet) ReadFrame(buf []byte) (int, error) {
 		}
 		return n, nil
 	}
+}
+
+// LastArrival is when the frame the last ReadFrame returned reached this host: the kernel's
+// receive timestamp, taken before any thread of ours ran. The time from it to the return of
+// ReadFrame is how long the frame waited for its reader, so a control loop can tell a frame the
+// board sent late from one it took late. Call it from the reading goroutine after ReadFrame.
+func (e *Ethernet) LastArrival() (time.Time, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.closed.Load() {
+		return time.Time{}, ErrClosed
+	}
+	return e.stamp()
+}
+
+// stamp asks the kernel for the receive timestamp of the socket's last frame (SIOCGSTAMPNS).
+func (e *Ethernet) stamp() (time.Time, error) {
+	var ts unix.Timespec
+	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(e.fd), unix.SIOCGSTAMPNS, uintptr(unsafe.Pointer(&ts))); errno != 0 {
+		return time.Time{}, fmt.Errorf("link: receive timestamp on %q: %w", e.ifname, errno)
+	}
+	return time.Unix(ts.Unix()), nil
 }
 
 // SetSpin makes ReadFrame poll the socket without sleeping for up to d before it blocks; 0 (the

@@ -89,6 +89,31 @@ func TestEthernetInVethPair(t *testing.T) {
 		}
 	})
 
+	// A frame that waits in the socket keeps the time it arrived: the kernel's stamp falls between
+	// the write and the read, and the wait shows as the gap to the read.
+	t.Run("arrival stamped by the kernel", func(t *testing.T) {
+		const wait = 30 * time.Millisecond
+		f := frame(t, board.LocalMAC(), proto.SensorLen, 5)
+		sent := time.Now()
+		if err := board.WriteFrame(f); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(wait)
+		if _, err := host.ReadFrame(buf); err != nil {
+			t.Fatal(err)
+		}
+		read := time.Now()
+		at, err := host.LastArrival()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The kernel's clock is read through another path than Go's: allow a little skew.
+		if at.Before(sent.Add(-time.Millisecond)) || read.Sub(at) < wait-time.Millisecond {
+			t.Fatalf("arrival %v after the write, %v before the read; want about %v in the socket", at.Sub(sent), read.Sub(at), wait)
+		}
+		t.Logf("frame stamped %v after the write, read %v after arriving", at.Sub(sent), read.Sub(at))
+	})
+
 	t.Run("frames leave as written, broadcast destination kept", func(t *testing.T) {
 		f := frame(t, host.LocalMAC(), proto.CommandLen, 4)
 		if err := host.WriteFrame(f); err != nil {

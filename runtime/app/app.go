@@ -36,6 +36,9 @@ type Options struct {
 	// RealtimePriority, when 1..99, runs every thread of the process with SCHED_FIFO at that
 	// priority (see hw/clock); without the privilege the runtime warns and goes on.
 	RealtimePriority int
+	// ControlCPUs, when not empty, pins the control loop's thread to these CPUs (hw/clock.Pin):
+	// on the robot's computer, a core kept free of other work (isolcpus).
+	ControlCPUs []int
 	// Link, when set, is the master-board link to use instead of opening the configured
 	// transport (tests that open a raw socket inside a network namespace; embedding). The
 	// runtime closes it on shutdown.
@@ -140,7 +143,12 @@ func Start(ctx context.Context, cfg config.Config, opts Options) (_ *Runtime, er
 			rt.closers = append(rt.closers, restore)
 		}
 	}
-	rt.drv = &driver.RealTime{Core: rt.core, Link: rt.session, Slider: rt.box, Observe: rt.observe, Priority: opts.RealtimePriority}
+	rt.drv = &driver.RealTime{Core: rt.core, Link: rt.session, Slider: rt.box, Observe: rt.observe, Priority: opts.RealtimePriority, CPUs: opts.ControlCPUs}
+	// A raw Ethernet link stamps each packet's arrival: the loop can then tell the board's
+	// lateness from its own.
+	if stamped, ok := rt.conn.(interface{ LastArrival() (time.Time, error) }); ok {
+		rt.drv.Arrival = stamped.LastArrival
+	}
 	if rt.percept != nil {
 		rt.drv.Perception = rt.fillPerception
 	}
@@ -188,8 +196,9 @@ func (rt *Runtime) Run(ctx context.Context) error {
 		err = nil
 	}
 	t := rt.Timing()
-	rt.log.Info("control loop stopped", "ticks", t.Ticks, "missed_periods", t.Missed, "overruns", t.Overruns,
-		"period_p50", t.Period.Quantile(0.5), "period_p99", t.Period.Quantile(0.99), "compute_p99", t.Compute.Quantile(0.99))
+	rt.log.Info("control loop stopped", "ticks", t.Ticks, "missed_periods", t.Missed, "board_missed", t.BoardMissed, "overruns", t.Overruns,
+		"period_p50", t.Period.Quantile(0.5), "period_p99", t.Period.Quantile(0.99), "compute_p99", t.Compute.Quantile(0.99),
+		"read_delay_p99", t.ReadDelay.Quantile(0.99))
 	return err
 }
 

@@ -37,6 +37,12 @@ type RealTime struct {
 	// Priority, when 1..99, runs the loop's thread at that SCHED_FIFO priority; without the
 	// privilege the loop runs at ordinary priority.
 	Priority int
+	// CPUs, when not empty, pins the loop's thread to these CPUs (hw/clock.Pin).
+	CPUs []int
+	// Arrival, when set, returns when the sensor packet Link.Receive last returned reached this
+	// host (link.Ethernet.LastArrival, the kernel's stamp). With it Timing tells the periods the
+	// board missed from the loop's own.
+	Arrival func() (time.Time, error)
 
 	stats Timing
 }
@@ -44,9 +50,15 @@ type RealTime struct {
 // Timing is the loop's timing record.
 type Timing struct {
 	Ticks, Fresh, Missed, Overruns uint64
-	// Period is the time between consecutive sensor packets; Compute the time from a packet to
-	// the command that answers it.
-	Period, Compute clock.Histogram
+	// BoardMissed counts the missed periods already there when the packets reached this host
+	// (by the kernel's receive stamps; zero without RealTime.Arrival): the board, or the
+	// simulator behind it, or the wire sent them late. Missed - BoardMissed is the loop's own
+	// doing: packets that arrived on time and waited for a loop that was not running.
+	BoardMissed uint64
+	// Period is the time between consecutive sensor packets as the loop took them; Compute the
+	// time from a packet to the command that answers it; ReadDelay the time a packet waited in
+	// the socket for the loop (with RealTime.Arrival).
+	Period, Compute, ReadDelay clock.Histogram
 }
 
 // Timing returns the statistics; call it from the loop's goroutine or after Run returned.
@@ -62,6 +74,13 @@ func (d *RealTime) Run(ctx context.Context) error {
 			defer func() { _ = restore() }()
 		}
 	}
+	if len(d.CPUs) > 0 {
+		restore, err := clock.Pin(d.CPUs)
+		if err != nil {
+			return fmt.Errorf("driver: %w", err)
+		}
+		defer func() { _ = restore() }()
+	}
 	period := cmp(d.Period, time.Millisecond)
 	slack := cmp(d.Slack, period/2)
 	budget := cmp(d.Budget, period/2)
@@ -73,6 +92,7 @@ func (d *RealTime) Run(ctx context.Context) error {
 		in         core.Input
 		out        core.Output
 		lastPacket time.Time
+		lastStamp  time.Time // the previous packet's arrival at this host (with Arrival)
 		overran    bool
 	)
 	start := time.Now()
@@ -87,11 +107,18 @@ func (d *RealTime) Run(ctx context.Context) error {
 			if !lastPacket.IsZero() {
 				gap := arrived.Sub(lastPacket)
 				d.stats.Period.Add(gap)
-				if gap > period+slack {
-					d.stats.Missed += uint64((gap - slack) / period)
-				}
+				d.stats.Missed += missed(gap, period, slack)
 			}
 			lastPacket = arrived
+			if d.Arrival != nil {
+				if stamp, err := d.Arrival(); err == nil {
+					if !lastStamp.IsZero() {
+						d.stats.BoardMissed += missed(stamp.Sub(lastStamp), period, slack)
+					}
+					d.stats.ReadDelay.Add(max(arrived.Sub(stamp), 0))
+					lastStamp = stamp
+				}
+			}
 		case errors.Is(err, host.ErrSensorTimeout), errors.Is(err, host.ErrCommandsIgnored):
 			// Silence, or a board that stopped taking our commands (its watchdog fired): tick
 			// the core anyway so that its link timeout latches the fault.
@@ -131,6 +158,14 @@ func (d *RealTime) Run(ctx context.Context) error {
 		d.stats.Ticks++
 	}
 	return ctx.Err()
+}
+
+// missed is how many periods a gap between two packets skipped: none up to period+slack.
+func missed(gap, period, slack time.Duration) uint64 {
+	if gap <= period+slack {
+		return 0
+	}
+	return uint64((gap - slack) / period)
 }
 
 func cmp(d, def time.Duration) time.Duration {
