@@ -1,6 +1,7 @@
 // Package clock owns real-time pacing on Linux: a Pacer that releases a loop at fixed
-// CLOCK_MONOTONIC deadlines (1 kHz for the master-board link) with microsecond lateness, and the
-// allocation-free Histogram that such loops use to report lateness and latency percentiles.
+// CLOCK_MONOTONIC deadlines (1 kHz for the master-board link) with microsecond lateness, the
+// allocation-free Histogram that such loops use to report lateness and latency percentiles, and
+// the scheduling of a loop's threads (SCHED_FIFO priority, CPU affinity).
 //
 // Go's time.Ticker and time.Sleep round sub-millisecond waits up to the runtime poller's
 // resolution and miss about one period in ten at 1 kHz. A Pacer instead locks its goroutine to an
