@@ -45,9 +45,13 @@ func TestArm64ReplaysAnAmd64Recording(t *testing.T) {
 	if err != nil {
 		t.Skipf("%s not installed (Debian package qemu-user-static; make setup installs it): %v", qemuARM64, err)
 	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("the go command is not on PATH to build the arm64 binary: %v", err)
+	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "skillrt-arm64")
-	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-trimpath", "-o", bin, ".")
+	build := exec.Command(goTool, "build", "-trimpath", "-o", bin, ".")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=arm64")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the linux/arm64 skillrt: %v\n%s", err, out)

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dualforce/dualforce/hw/board"
 	"github.com/dualforce/dualforce/runtime/config"
 	"github.com/dualforce/dualforce/runtime/mqtt"
 	"github.com/dualforce/dualforce/runtime/mqtt/mqtttest"
@@ -217,19 +216,11 @@ type fleetRobot struct {
 
 func startFleetRobot(t *testing.T, ctx context.Context, id string, broker *mqtttest.Mosquitto, log *slog.Logger) *fleetRobot {
 	t.Helper()
-	plant, err := board.NewFirstOrderPlant(board.FirstOrderConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := board.New(board.Config{}, plant)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := testConfig(t)
 	cfg.RobotID = id
 	cfg.Transport = config.Transport{Kind: config.TransportPipe}
 	externalBroker(t, &cfg, broker, mqtttest.Robot(id))
-	rt, err := Start(ctx, cfg, Options{AutoRun: true, Board: b, Logger: log.With("robot", id)})
+	rt, err := Start(ctx, cfg, Options{AutoRun: true, Board: emulatedBoard(t), Logger: log.With("robot", id)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -136,13 +136,9 @@ type harness struct {
 	timing  *driver.Timing
 }
 
-func startHarness(t testing.TB, cfg config.Config, opts Options) *harness {
+// emulatedBoard is the emulated master board with the first-order motor plant.
+func emulatedBoard(t testing.TB) *board.Board {
 	t.Helper()
-	level := slog.LevelInfo
-	if _, bench := t.(*testing.B); bench {
-		level = slog.LevelWarn // a benchmark prints its log even when it passes
-	}
-	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: level}))
 	plant, err := board.NewFirstOrderPlant(board.FirstOrderConfig{})
 	if err != nil {
 		t.Fatal(err)
@@ -151,6 +147,17 @@ func startHarness(t testing.TB, cfg config.Config, opts Options) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return b
+}
+
+func startHarness(t testing.TB, cfg config.Config, opts Options) *harness {
+	t.Helper()
+	level := slog.LevelInfo
+	if _, bench := t.(*testing.B); bench {
+		level = slog.LevelWarn // a benchmark prints its log even when it passes
+	}
+	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: level}))
+	b := emulatedBoard(t)
 	boardConn, err := link.ListenUDP("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
