@@ -16,11 +16,14 @@ import (
 )
 
 // Element is a Go type an array may hold.
-type Element interface{ float32 | int32 | bool }
+type Element interface {
+	float32 | float64 | int32 | bool
+}
 
 // The dtypes of the Element types, as numpy spells them.
 const (
 	DtypeFloat32 = "<f4"
+	DtypeFloat64 = "<f8"
 	DtypeInt32   = "<i4"
 	DtypeBool    = "|b1"
 )
@@ -31,6 +34,8 @@ func Dtype[T Element]() (string, int) {
 	switch any(zero).(type) {
 	case float32:
 		return DtypeFloat32, 4
+	case float64:
+		return DtypeFloat64, 8
 	case int32:
 		return DtypeInt32, 4
 	}
@@ -113,6 +118,8 @@ func EncodeNpy[T Element](w io.Writer, shape []int, data []T) error {
 			switch v := any(v).(type) {
 			case float32:
 				buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
+			case float64:
+				buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(v))
 			case int32:
 				buf = binary.LittleEndian.AppendUint32(buf, uint32(v))
 			case bool:
@@ -135,7 +142,7 @@ func EncodeNpy[T Element](w io.Writer, shape []int, data []T) error {
 // dimensions (a rank-1 shape keeps its trailing comma; numpy writes none
 // after the last of several). npyio's header parser slices at fixed offsets
 // and panics on anything else, so nothing reaches it unless this matches.
-var headerRE = regexp.MustCompile(`^\{'descr': '(<f4|<i4|\|b1)', 'fortran_order': False, 'shape': \(((?:[0-9]{1,10}, ){0,7}[0-9]{1,10},?)?\), \} *\n$`)
+var headerRE = regexp.MustCompile(`^\{'descr': '(<f4|<f8|<i4|\|b1)', 'fortran_order': False, 'shape': \(((?:[0-9]{1,10}, ){0,7}[0-9]{1,10},?)?\), \} *\n$`)
 
 // readPreamble reads and checks an .npy preamble, returning it (to hand to
 // npyio), the dtype and the shape.

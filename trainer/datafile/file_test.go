@@ -173,7 +173,7 @@ func TestMalformedArchives(t *testing.T) {
 		{"no actions", rezip(t, good, member(memberAct, func([]byte) []byte { return nil })), "no actions.npy"},
 		{"actions truncated", rezip(t, good, member(memberAct, func(b []byte) []byte { return b[:len(b)-4] })), "needs"},
 		{"actions padded", rezip(t, good, member(memberAct, func(b []byte) []byte { return append(b, 0, 0, 0, 0) })), "needs"},
-		{"actions as float64", rezip(t, good, member(memberAct, replace("<f4", "<f8"))), "unsupported .npy header"},
+		{"actions as float64", rezip(t, good, member(memberAct, replace("<f4", "<f8"))), "array is <f8 [8 12], want <f4"},
 		{"actions fortran order", rezip(t, good, member(memberAct, replace("False", "True "))), "unsupported .npy header"},
 		{"actions wrong shape", rezip(t, good, member(memberAct, replace("(8, 12)", "(12, 8)"))), "want <f4 [8 12]"},
 		{"terminals as float", rezip(t, good, member(memberTerminals, replace("|b1", "<f4"))), "want |b1"},
