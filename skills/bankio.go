@@ -1,7 +1,6 @@
 package skills
 
 import (
-	"archive/zip"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
@@ -12,7 +11,8 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"time"
+
+	"github.com/dualforce/dualforce/skills/npz"
 )
 
 // Bank file format v1
@@ -40,8 +40,8 @@ import (
 const (
 	ManifestMember = "manifest.json"
 	LatentsArray   = "latents"
-	npyDtype       = "<f4"
-	npySuffix      = ".npy"
+	npyDtype       = npz.DtypeFloat32
+	npySuffix      = npz.NpySuffix
 	freArrayPrefix = "fre."
 )
 
@@ -139,10 +139,6 @@ func (b *Bank) layout() (manifest, []namedArray) {
 	return m, arrays
 }
 
-// zipEpoch is the modification time of every member, so equal banks are
-// equal files.
-var zipEpoch = time.Date(1980, 1, 1, 0, 0, 0, 0, time.UTC)
-
 // EncodeBank validates b and writes it to w in format v1.
 func EncodeBank(w io.Writer, b *Bank) error {
 	if err := b.Validate(); err != nil {
@@ -167,25 +163,17 @@ func EncodeBank(w io.Writer, b *Bank) error {
 	if err := enc.Encode(m); err != nil {
 		return fmt.Errorf("skills: encode manifest: %w", err)
 	}
-	zw := zip.NewWriter(w)
-	put := func(name string, data []byte) error {
-		f, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Store, Modified: zipEpoch})
-		if err != nil {
-			return err
-		}
-		_, err = f.Write(data)
-		return err
-	}
-	if err := put(ManifestMember, js.Bytes()); err != nil {
-		return fmt.Errorf("skills: write manifest: %w", err)
+	zw := npz.NewWriter(w)
+	if err := zw.Raw(ManifestMember, js.Bytes()); err != nil {
+		return fmt.Errorf("skills: %w", err)
 	}
 	for i, a := range arrays {
-		if err := put(a.name+npySuffix, members[i]); err != nil {
-			return fmt.Errorf("skills: write %s: %w", a.name, err)
+		if err := zw.Raw(a.name+npySuffix, members[i]); err != nil {
+			return fmt.Errorf("skills: %w", err)
 		}
 	}
 	if err := zw.Close(); err != nil {
-		return fmt.Errorf("skills: finish zip: %w", err)
+		return fmt.Errorf("skills: %w", err)
 	}
 	return nil
 }
@@ -261,39 +249,36 @@ func ReadBank(path string) (*Bank, error) {
 // each member's size, CRC-32, SHA-256, npy header, shape and finiteness, and
 // finally the assembled bank (Bank.Validate).
 func DecodeBank(r io.ReaderAt, size int64, lim Limits) (*Bank, error) {
-	if size > lim.MaxFileBytes {
-		return nil, fmt.Errorf("%w: file is %d bytes, limit %d", ErrTooLarge, size, lim.MaxFileBytes)
-	}
-	zr, err := zip.NewReader(r, size)
+	zr, err := npz.NewReader(r, size, npz.Limits{
+		MaxFileBytes: lim.MaxFileBytes, MaxMembers: lim.MaxMembers,
+		MaxMemberBytes: lim.MaxMemberBytes, MaxTotalBytes: lim.MaxTotalBytes,
+	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrTruncatedZip, err)
+		return nil, archiveErr(err)
 	}
-	if len(zr.File) > lim.MaxMembers {
-		return nil, fmt.Errorf("%w: %d members, limit %d", ErrTooLarge, len(zr.File), lim.MaxMembers)
+	b, err := decodeBank(zr, lim)
+	if err != nil {
+		return nil, archiveErr(err)
 	}
-	files := make(map[string]*zip.File, len(zr.File))
-	for _, f := range zr.File {
-		if _, dup := files[f.Name]; dup {
-			return nil, fmt.Errorf("%w: %q appears twice", ErrUnexpectedMember, f.Name)
+	return b, nil
+}
+
+// archiveErr adds to an error of the archive layer the bank reader's own
+// reason, so every error wraps ErrBadBank.
+func archiveErr(err error) error {
+	for _, m := range []struct{ archive, bank error }{
+		{npz.ErrZip, ErrTruncatedZip}, {npz.ErrTooLarge, ErrTooLarge}, {npz.ErrMissing, ErrMissingMember},
+		{npz.ErrDuplicate, ErrUnexpectedMember}, {npz.ErrChecksum, ErrChecksumMismatch}, {npz.ErrNpy, ErrBadArray},
+	} {
+		if errors.Is(err, m.archive) && !errors.Is(err, ErrBadBank) {
+			return fmt.Errorf("%w: %w", m.bank, err)
 		}
-		files[f.Name] = f
 	}
-	d := bankDecoder{files: files, budget: lim.MaxTotalBytes, lim: lim}
-	return d.decode()
+	return err
 }
 
-type bankDecoder struct {
-	files  map[string]*zip.File
-	budget int64
-	lim    Limits
-}
-
-func (d *bankDecoder) decode() (*Bank, error) {
-	mf, ok := d.files[ManifestMember]
-	if !ok {
-		return nil, fmt.Errorf("%w: %s", ErrMissingMember, ManifestMember)
-	}
-	js, err := d.readMember(mf, d.lim.MaxManifestBytes)
+func decodeBank(zr *npz.Reader, lim Limits) (*Bank, error) {
+	js, err := zr.Raw(ManifestMember, lim.MaxManifestBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -311,17 +296,17 @@ func (d *bankDecoder) decode() (*Bank, error) {
 	if err != nil {
 		return nil, err
 	}
-	for name := range d.files {
+	for _, name := range zr.Names() {
 		if name == ManifestMember {
 			continue
 		}
-		if _, ok := shapes[trimNpy(name)]; !ok || !strings.HasSuffix(name, npySuffix) {
+		if _, ok := shapes[strings.TrimSuffix(name, npySuffix)]; !ok || !strings.HasSuffix(name, npySuffix) {
 			return nil, fmt.Errorf("%w: %q is not in the manifest's array table", ErrUnexpectedMember, name)
 		}
 	}
 	arrays := make(map[string][]float32, len(m.Arrays))
 	for _, e := range m.Arrays {
-		data, err := d.readArray(e)
+		data, err := readArray(zr, e)
 		if err != nil {
 			return nil, err
 		}
@@ -337,52 +322,8 @@ func (d *bankDecoder) decode() (*Bank, error) {
 	return b, nil
 }
 
-func trimNpy(member string) string { return strings.TrimSuffix(member, npySuffix) }
-
-// readMember reads a whole member, refusing it before allocation if it is
-// larger than limit or the remaining budget; archive/zip verifies the size
-// and CRC-32 when the member is read to its end.
-func (d *bankDecoder) readMember(f *zip.File, limit int64) ([]byte, error) {
-	if f.Method != zip.Store && f.Method != zip.Deflate {
-		return nil, fmt.Errorf("%w: %q uses unsupported compression method %d", ErrTruncatedZip, f.Name, f.Method)
-	}
-	size := f.UncompressedSize64
-	if size > uint64(limit) || size > uint64(d.budget) {
-		return nil, fmt.Errorf("%w: %q is %d bytes uncompressed, limit %d (%d left for the bank)", ErrTooLarge, f.Name, size, limit, d.budget)
-	}
-	d.budget -= int64(size)
-	rc, err := f.Open()
-	if err != nil {
-		return nil, fmt.Errorf("%w: open %q: %w", ErrTruncatedZip, f.Name, err)
-	}
-	defer rc.Close()
-	buf := make([]byte, size)
-	if _, err := io.ReadFull(rc, buf); err != nil {
-		return nil, d.memberErr(f.Name, err)
-	}
-	var one [1]byte
-	if n, err := rc.Read(one[:]); n != 0 || err != io.EOF {
-		if err == nil || err == io.EOF {
-			err = errors.New("longer than its header says")
-		}
-		return nil, d.memberErr(f.Name, err)
-	}
-	return buf, nil
-}
-
-func (d *bankDecoder) memberErr(name string, err error) error {
-	if errors.Is(err, zip.ErrChecksum) {
-		return fmt.Errorf("%w: %q: zip CRC-32: %w", ErrChecksumMismatch, name, err)
-	}
-	return fmt.Errorf("%w: read %q: %w", ErrTruncatedZip, name, err)
-}
-
-func (d *bankDecoder) readArray(e arrayEntry) ([]float32, error) {
-	f, ok := d.files[e.Name+npySuffix]
-	if !ok {
-		return nil, fmt.Errorf("%w: %s%s (array %q)", ErrMissingMember, e.Name, npySuffix, e.Name)
-	}
-	raw, err := d.readMember(f, d.lim.MaxMemberBytes)
+func readArray(zr *npz.Reader, e arrayEntry) ([]float32, error) {
+	raw, err := zr.Raw(e.Name+npySuffix, 0)
 	if err != nil {
 		return nil, err
 	}

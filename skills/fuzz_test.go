@@ -3,9 +3,7 @@ package skills
 import (
 	"archive/zip"
 	"bytes"
-	"math"
 	"reflect"
-	"slices"
 	"testing"
 )
 
@@ -69,46 +67,4 @@ func FuzzBankManifest(f *testing.F) {
 			t.Fatalf("accepted bank does not round-trip: %v", err)
 		}
 	})
-}
-
-// FuzzDecodeArray reaches the .npy parser directly: inside a bank it sits
-// behind a SHA-256 check the fuzzer cannot forge.
-func FuzzDecodeArray(f *testing.F) {
-	for _, shape := range [][]int{{3}, {2, 3}, {1, 1}} {
-		raw, err := encodeArray(shape, make([]float32, numElements(shape)))
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(raw)
-	}
-	// numpy's own header (format 1.0, shape written without a trailing comma).
-	f.Add([]byte("\x93NUMPY\x01\x00\x76\x00{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1), }" +
-		string(bytes.Repeat([]byte(" "), 57)) + "\n\x00\x00\x80\x3f"))
-	f.Add([]byte("\x93NUMPY\x02\x00\xff\xff\xff\xff"))
-	f.Add([]byte("\x93NUMPY\x01\x00\x05\x00{'x'}"))
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		shape, data, err := decodeArray(raw)
-		if err != nil {
-			return
-		}
-		if len(data) != numElements(shape) {
-			t.Fatalf("shape %v with %d values", shape, len(data))
-		}
-		again, err := encodeArray(shape, data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		shape2, data2, err := decodeArray(again)
-		if err != nil || !slices.Equal(shape, shape2) || !slices.Equal(bitsOf(data), bitsOf(data2)) {
-			t.Fatalf("re-encoded array differs: %v", err)
-		}
-	})
-}
-
-func bitsOf(x []float32) []uint32 {
-	out := make([]uint32, len(x))
-	for i, v := range x {
-		out[i] = math.Float32bits(v)
-	}
-	return out
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	trainrun "github.com/dualforce/dualforce/trainer/run"
 	"github.com/dualforce/dualforce/trainer/smodice"
 )
 
@@ -16,7 +17,7 @@ func init() {
 const exportUsage = `Usage: dualforce export --checkpoint DIR|FILE --out bank.npz
 
 Exports the policy of a 'dualforce train smodice' checkpoint (a run directory or its
-checkpoint.ckpt) as a skill bank: the full contract (layout, normaliser, action scale, default
+checkpoint.npz) as a skill bank: the full contract (layout, normaliser, action scale, default
 pose, gains, rates, feature projection with its statistics) and one latent, "smodice-expert".
 The checkpoint may be of an unfinished run.
 `
@@ -32,9 +33,9 @@ func runExport(_ context.Context, args []string, stdout, stderr io.Writer) error
 		return usagef("--checkpoint and --out are required")
 	}
 	if st, err := os.Stat(*ckPath); err == nil && st.IsDir() {
-		*ckPath = filepath.Join(*ckPath, smodice.CheckpointFile)
+		*ckPath = filepath.Join(*ckPath, trainrun.CheckpointFile)
 	}
-	ck, err := smodice.ReadCheckpoint(*ckPath)
+	ck, err := smodice.Read(*ckPath)
 	if err != nil {
 		return err
 	}

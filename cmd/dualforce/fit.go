@@ -9,7 +9,7 @@ import (
 	"github.com/dualforce/dualforce/skills"
 	"github.com/dualforce/dualforce/trainer/bc"
 	"github.com/dualforce/dualforce/trainer/datafile"
-	"github.com/dualforce/dualforce/trainer/smodice"
+	"github.com/dualforce/dualforce/trainer/prep"
 )
 
 func init() {
@@ -62,11 +62,11 @@ func runFitBC(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	in, err := smodice.FromFiles(*task, off, nil)
+	in, err := prep.FromFiles(*task, off, nil)
 	if err != nil {
 		return err
 	}
-	data, err := smodice.Prepare(in)
+	data, err := prep.Prepare(in)
 	if err != nil {
 		return err
 	}

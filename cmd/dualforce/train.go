@@ -13,6 +13,8 @@ import (
 
 	"github.com/dualforce/dualforce/skills"
 	"github.com/dualforce/dualforce/trainer/datafile"
+	"github.com/dualforce/dualforce/trainer/prep"
+	trainrun "github.com/dualforce/dualforce/trainer/run"
 	"github.com/dualforce/dualforce/trainer/smodice"
 )
 
@@ -36,7 +38,7 @@ Trains the SMODICE-expert policy and writes into DIR:
                    discriminator accuracy, seconds); the expert and behaviour labels are the
                    dataset's withheld columns, read for these diagnostics only
   losses.png, ess.png, kl.png
-  checkpoint.ckpt  written atomically every --checkpoint-every iterations and on Ctrl-C
+  checkpoint.npz   written atomically every --checkpoint-every iterations and on Ctrl-C
   bank.npz         the exported skill bank (one latent, "smodice-expert"), unless --bank says
                    where
 
@@ -59,13 +61,13 @@ func runTrainSMODICE(ctx context.Context, args []string, stdout, stderr io.Write
 	expert := fs.String("expert", "", "expert dataset archive (default: the offline file's <name>_expert.npz)")
 	out := fs.String("out", "", "run directory (required)")
 	task := fs.String("task", "", "task the data must be for: locomotion or navigation (default: the dataset's)")
-	iters := fs.Int("iters", def.Iterations, "DICE iterations")
+	iters := fs.Int("iters", def.Run.Iterations, "DICE iterations")
 	discSteps := fs.Int("disc-steps", def.DiscSteps, "discriminator training steps")
-	batch := fs.Int("batch", def.DICE.Batch, "DICE batch (transitions per value and policy step)")
-	valueSteps := fs.Int("value-steps", def.DICE.ValueSteps, "value steps per iteration")
-	policySteps := fs.Int("policy-steps", def.DICE.PolicySteps, "policy steps per iteration")
+	batch := fs.Int("batch", def.Value.Batch, "DICE batch (transitions per value and policy step)")
+	valueSteps := fs.Int("value-steps", def.ValueSteps, "value steps per iteration")
+	policySteps := fs.Int("policy-steps", def.PolicySteps, "policy steps per iteration")
 	seed := fs.Uint64("seed", def.Seed, "seed of every random choice")
-	every := fs.Int("checkpoint-every", def.CheckpointEvery, "iterations between checkpoints")
+	every := fs.Int("checkpoint-every", def.Run.CheckpointEvery, "iterations between checkpoints")
 	resume := fs.Bool("resume", false, "continue the run in --out from its checkpoint")
 	bankPath := fs.String("bank", "", "bank to write at the end (default <out>/bank.npz)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
@@ -86,9 +88,9 @@ func runTrainSMODICE(ctx context.Context, args []string, stdout, stderr io.Write
 		*bankPath = filepath.Join(*out, "bank.npz")
 	}
 	cfg := def
-	cfg.Iterations, cfg.DiscSteps, cfg.Seed, cfg.CheckpointEvery = *iters, *discSteps, *seed, *every
-	cfg.DICE.Batch, cfg.DICE.InitBatch = *batch, *batch
-	cfg.DICE.ValueSteps, cfg.DICE.PolicySteps = *valueSteps, *policySteps
+	cfg.Run.Iterations, cfg.DiscSteps, cfg.Seed, cfg.Run.CheckpointEvery = *iters, *discSteps, *seed, *every
+	cfg.Value.Batch, cfg.Value.InitBatch, cfg.Policy.Batch = *batch, *batch, *batch
+	cfg.ValueSteps, cfg.PolicySteps = *valueSteps, *policySteps
 
 	data, err := loadTrainingData(*task, *offline, *expert)
 	if err != nil {
@@ -100,11 +102,12 @@ func runTrainSMODICE(ctx context.Context, args []string, stdout, stderr io.Write
 	start := time.Now()
 	var last *smodice.Record
 	observe := func(r smodice.Record) { last = &r }
-	ck, err := smodice.Train(ctx, data, cfg, smodice.Options{Dir: *out, Resume: *resume, Progress: stderr, Quiet: *quiet, Logger: log, Observe: observe})
+	ck, err := smodice.Train(ctx, data, cfg, smodice.Options{
+		Options: trainrun.Options{Dir: *out, Resume: *resume, Progress: stderr, Quiet: *quiet, Logger: log}, Observe: observe})
 	if ck != nil && errors.Is(err, context.Canceled) {
-		fmt.Fprintf(stdout, "interrupted after iteration %d; checkpoint in %s (continue with --resume)\n", ck.DICE.Iteration, *out)
+		fmt.Fprintf(stdout, "interrupted after iteration %d; checkpoint in %s (continue with --resume)\n", ck.Iteration, *out)
 	}
-	if errors.Is(err, smodice.ErrRunExists) {
+	if errors.Is(err, trainrun.ErrRunExists) {
 		return fmt.Errorf("%w (pass --resume to continue that run, or choose another --out)", err)
 	}
 	if err != nil {
@@ -119,7 +122,7 @@ func runTrainSMODICE(ctx context.Context, args []string, stdout, stderr io.Write
 
 // loadTrainingData reads both archives and prepares them, checking
 // everything before any training.
-func loadTrainingData(task, offline, expert string) (*smodice.Data, error) {
+func loadTrainingData(task, offline, expert string) (*prep.Data, error) {
 	off, err := datafile.ReadOffline(offline)
 	if err != nil {
 		return nil, err
@@ -128,11 +131,11 @@ func loadTrainingData(task, offline, expert string) (*smodice.Data, error) {
 	if err != nil {
 		return nil, err
 	}
-	in, err := smodice.FromFiles(task, off, exp)
+	in, err := prep.FromFiles(task, off, exp)
 	if err != nil {
 		return nil, err
 	}
-	return smodice.Prepare(in)
+	return prep.Prepare(in)
 }
 
 func printRun(w io.Writer, ck *smodice.Checkpoint, elapsed time.Duration) {
@@ -141,12 +144,12 @@ func printRun(w io.Writer, ck *smodice.Checkpoint, elapsed time.Duration) {
 		r.HeldOutAccuracy, r.HeldOutExpertAccuracy, r.HeldOutOfflineAccuracy, r.LogitMin, r.LogitMax, 100*r.ClippedFraction)
 	e := ck.Estimate
 	fmt.Fprintf(w, "iteration %d: ESS %.0f, max w %.3g, KL %.3f, constraint %.3f, expert mass %.3f (%v this session)\n",
-		ck.DICE.Iteration, e.Weights.ESS, e.Weights.Max, e.Weights.KL, e.Constraint, e.ExpertMass, elapsed.Round(time.Millisecond))
+		ck.Iteration, e.Weights.ESS, e.Weights.Max, e.Weights.KL, e.Constraint, e.ExpertMass, elapsed.Round(time.Millisecond))
 }
 
 // printBehaviourMass lists where the last iteration's weights went, by the behaviours the
 // dataset withholds from training, heaviest first, each with its share of the transitions.
-func printBehaviourMass(w io.Writer, b *smodice.Behaviours, r *smodice.Record) {
+func printBehaviourMass(w io.Writer, b *prep.Behaviours, r *smodice.Record) {
 	share := b.Share()
 	order := make([]int, len(b.Names))
 	for k := range order {
@@ -169,6 +172,6 @@ func exportBank(w io.Writer, ck *smodice.Checkpoint, path string) error {
 	if err := skills.WriteBank(path, bank); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "bank: %s (latent %q, iteration %d)\n", path, smodice.ExpertLatentName, ck.DICE.Iteration)
+	fmt.Fprintf(w, "bank: %s (latent %q, iteration %d)\n", path, smodice.ExpertLatentName, ck.Iteration)
 	return nil
 }

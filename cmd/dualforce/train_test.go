@@ -10,15 +10,16 @@ import (
 	"github.com/dualforce/dualforce/skills"
 	"github.com/dualforce/dualforce/trainer/bc"
 	"github.com/dualforce/dualforce/trainer/datafile"
+	"github.com/dualforce/dualforce/trainer/datafile/datafiletest"
+	trainrun "github.com/dualforce/dualforce/trainer/run"
 	"github.com/dualforce/dualforce/trainer/smodice"
-	"github.com/dualforce/dualforce/trainer/smodice/smodicetest"
 )
 
 // writeSynthetic writes the small synthetic task's archives into dir and
 // returns the offline file's path (the expert file sits next to it).
 func writeSynthetic(t *testing.T, dir string) string {
 	t.Helper()
-	off, exp := smodicetest.Datasets(t, smodicetest.Small, 1)
+	off, exp := datafiletest.Datasets(t, datafiletest.Small, 1)
 	path := filepath.Join(dir, "synthetic.npz")
 	if err := datafile.WriteOffline(path, off); err != nil {
 		t.Fatal(err)
@@ -54,7 +55,7 @@ func TestTrainResumeExport(t *testing.T) {
 			t.Fatalf("train printed %q, missing %q", out, want)
 		}
 	}
-	for _, f := range []string{smodice.MetricsFile, smodice.DiscFile, smodice.LossesPlot, smodice.ESSPlot, smodice.KLPlot, smodice.CheckpointFile, "bank.npz"} {
+	for _, f := range []string{trainrun.MetricsFile, smodice.DiscFile, smodice.LossesPlot, smodice.ESSPlot, smodice.KLPlot, trainrun.CheckpointFile, "bank.npz"} {
 		if _, err := os.Stat(filepath.Join(straight, f)); err != nil {
 			t.Errorf("run directory lacks %s", f)
 		}
@@ -96,7 +97,7 @@ func TestFitBC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := bank.ByName(smodicetest.ExpertMode + " fit")
+	s, err := bank.ByName(datafiletest.ExpertMode + " fit")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +139,7 @@ func TestTrainingCommandsRefuseBadInput(t *testing.T) {
 			}
 		})
 	}
-	if _, err := os.Stat(filepath.Join(run, smodice.CheckpointFile)); err == nil {
+	if _, err := os.Stat(filepath.Join(run, trainrun.CheckpointFile)); err == nil {
 		t.Fatal("a refused run left a checkpoint")
 	}
 }

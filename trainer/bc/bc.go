@@ -6,16 +6,18 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 
 	"github.com/dualforce/dualforce/skills"
 	"github.com/dualforce/dualforce/trainer/datafile"
 	"github.com/dualforce/dualforce/trainer/dataset"
-	"github.com/dualforce/dualforce/trainer/dice"
+	"github.com/dualforce/dualforce/trainer/export"
 	"github.com/dualforce/dualforce/trainer/metrics"
 	"github.com/dualforce/dualforce/trainer/nn"
-	"github.com/dualforce/dualforce/trainer/smodice"
+	"github.com/dualforce/dualforce/trainer/prep"
+	"github.com/dualforce/dualforce/trainer/wbc"
 )
 
 // ExpertLabel selects every transition of the dataset's expert modes.
@@ -37,11 +39,11 @@ type Config struct {
 	Seed       uint64
 }
 
-// DefaultConfig is the SMODICE policy's shape (256-256 ReLU, Adam 3e-4)
-// with batches of 1024 for 20000 steps.
+// DefaultConfig is the trained policies' shape (wbc.DefaultConfig:
+// 256-256 ReLU, Adam 3e-4) with batches of 1024 for 20000 steps.
 func DefaultConfig() Config {
-	d := dice.DefaultConfig()
-	return Config{Hidden: d.PolicyHidden, Activation: d.Activation, LR: d.PolicyLR, Batch: 1024, Steps: 20000, Seed: 1}
+	d := wbc.DefaultConfig()
+	return Config{Hidden: d.Hidden, Activation: d.Activation, LR: d.LR, Batch: 1024, Steps: 20000, Seed: 1}
 }
 
 // ErrUnknownMode reports a label that names no behaviour of the dataset.
@@ -103,7 +105,7 @@ type Report struct {
 
 // Fit clones the behaviour of the selected rows of d (prepared data; its
 // expert part is not used) and returns the policy.
-func Fit(ctx context.Context, d *smodice.Data, sel Selection, cfg Config, progress io.Writer, quiet bool) (*nn.SquashedGaussian[float32], Report, error) {
+func Fit(ctx context.Context, d *prep.Data, sel Selection, cfg Config, progress io.Writer, quiet bool) (*nn.Conditioned[float32], Report, error) {
 	if cfg.Batch <= 0 || cfg.Steps < 0 || cfg.LR <= 0 {
 		return nil, Report{}, fmt.Errorf("%w: %+v", ErrConfig, cfg)
 	}
@@ -111,11 +113,13 @@ func Fit(ctx context.Context, d *smodice.Data, sel Selection, cfg Config, progre
 	if err != nil {
 		return nil, Report{}, err
 	}
-	dc := dice.DefaultConfig()
-	dc.PolicyHidden, dc.Activation, dc.PolicyLR, dc.Batch, dc.Seed = cfg.Hidden, cfg.Activation, cfg.LR, cfg.Batch, cfg.Seed
-	// The value function is never trained: keep it linear and its batch tiny.
-	dc.ValueHidden, dc.InitBatch, dc.ValueSteps = nil, 1, 0
-	tr, err := dice.New(sub, make([]float32, sub.Len()), dc)
+	// The generator is drawn as a DICE trainer seeded with cfg.Seed drew
+	// it, so that fits made before the learners were split are reproduced.
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0xd1ce))
+	if _, err := nn.NewMLP[float32](rng, []int{sub.ObsDim, 1}, cfg.Activation, nn.Identity); err != nil {
+		return nil, Report{}, err
+	}
+	l, err := wbc.New(sub, wbc.Config{Hidden: cfg.Hidden, Activation: cfg.Activation, LR: cfg.LR, Batch: cfg.Batch}, rng)
 	if err != nil {
 		return nil, Report{}, err
 	}
@@ -126,12 +130,12 @@ func Fit(ctx context.Context, d *smodice.Data, sel Selection, cfg Config, progre
 			bar.Finish()
 			return nil, Report{}, ctx.Err()
 		}
-		rep.FinalLoss = tr.PolicyStep() // a fresh trainer draws uniformly
+		rep.FinalLoss = l.Step() // a fresh learner draws uniformly
 		bar.Set(step + 1)
 	}
 	bar.Finish()
-	rep.MeanAbsError = meanAbsError(tr.Pi, sub)
-	return tr.Pi, rep, nil
+	rep.MeanAbsError = meanAbsError(l.Pi, sub)
+	return l.Net, rep, nil
 }
 
 // subset copies the chosen transitions into a dataset of their own.
@@ -172,7 +176,7 @@ func meanAbsError(pi *nn.SquashedGaussian[float32], o *dataset.Offline) float64 
 // selected transitions, phi is log(N / n) = KL of the uniform distribution
 // over them from the offline data (there is no r_E term), and sigmoid(mu)
 // is 0 (no imitation reward was used).
-func Bank(d *smodice.Data, sel Selection, pi *nn.SquashedGaussian[float32]) (*skills.Bank, error) {
+func Bank(d *prep.Data, sel Selection, pi *nn.Conditioned[float32]) (*skills.Bank, error) {
 	f := d.FeatureDim
 	psi := make([]float64, f)
 	for _, i := range sel.Rows {
@@ -181,7 +185,7 @@ func Bank(d *smodice.Data, sel Selection, pi *nn.SquashedGaussian[float32]) (*sk
 		}
 	}
 	info := skills.LatentInfo{
-		Skill: 0, Iteration: 0, Name: sel.Label + " fit", SigmoidMu: 0,
+		Iteration: 0, Name: sel.Label + " fit", SigmoidMu: 0,
 		Phi:        math.Log(float64(d.Offline.Len()) / float64(len(sel.Rows))),
 		OfflinePsi: make([]float32, f),
 		Tags:       []string{Tag, sel.Label},
@@ -189,5 +193,5 @@ func Bank(d *smodice.Data, sel Selection, pi *nn.SquashedGaussian[float32]) (*sk
 	for j, p := range psi {
 		info.OfflinePsi[j] = float32(p / float64(len(sel.Rows)))
 	}
-	return smodice.NewBank(d.Contract, pi, info, Producer)
+	return export.Bank(d.Contract, Producer, []*nn.Conditioned[float32]{pi}, []export.Latent{{Slot: 0, Z: []float32{0}, Info: info}})
 }

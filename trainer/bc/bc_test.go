@@ -9,13 +9,13 @@ import (
 
 	"github.com/dualforce/dualforce/skills"
 	"github.com/dualforce/dualforce/trainer/datafile"
+	"github.com/dualforce/dualforce/trainer/datafile/datafiletest"
 	"github.com/dualforce/dualforce/trainer/nn"
-	"github.com/dualforce/dualforce/trainer/smodice"
-	"github.com/dualforce/dualforce/trainer/smodice/smodicetest"
+	"github.com/dualforce/dualforce/trainer/prep"
 )
 
 func TestSelect(t *testing.T) {
-	off, _ := smodicetest.Datasets(t, smodicetest.Small, 1)
+	off, _ := datafiletest.Datasets(t, datafiletest.Small, 1)
 	count := func(mode int32) int {
 		n := 0
 		for _, m := range off.Withheld.Mode {
@@ -30,9 +30,9 @@ func TestSelect(t *testing.T) {
 		rows        int
 		err         error
 	}{
-		{ExpertLabel, smodicetest.ExpertMode, count(0), nil},
-		{smodicetest.ExpertMode, smodicetest.ExpertMode, count(0), nil},
-		{smodicetest.DriftMode, smodicetest.DriftMode, count(2), nil},
+		{ExpertLabel, datafiletest.ExpertMode, count(0), nil},
+		{datafiletest.ExpertMode, datafiletest.ExpertMode, count(0), nil},
+		{datafiletest.DriftMode, datafiletest.DriftMode, count(2), nil},
 		{"moonwalk", "", 0, ErrUnknownMode},
 		{"", "", 0, ErrUnknownMode},
 	}
@@ -54,12 +54,12 @@ func TestSelect(t *testing.T) {
 // TestFitClonesTheBehaviour fits the synthetic expert and checks the bank
 // that comes out: named, tagged, and acting like the trainer's policy.
 func TestFitClonesTheBehaviour(t *testing.T) {
-	off, _ := smodicetest.Datasets(t, smodicetest.Small, 2)
-	in, err := smodice.FromFiles("", off, nil)
+	off, _ := datafiletest.Datasets(t, datafiletest.Small, 2)
+	in, err := prep.FromFiles("", off, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := smodice.Prepare(in)
+	d, err := prep.Prepare(in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,6 +85,7 @@ func TestFitClonesTheBehaviour(t *testing.T) {
 		t.Errorf("fit does not follow the behaviour: %+v", rep)
 	}
 
+	head := &nn.SquashedGaussian[float32]{Net: pi.Net, ActDim: skills.NumJoints}
 	bank, err := Bank(d, sel, pi)
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +98,7 @@ func TestFitClonesTheBehaviour(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := back.ByName(smodicetest.ExpertMode + " fit")
+	s, err := back.ByName(datafiletest.ExpertMode + " fit")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func TestFitClonesTheBehaviour(t *testing.T) {
 	got := make([]float32, skills.NumJoints)
 	for _, i := range sel.Rows[:50] {
 		obs := d.Offline.Obs[i*dim : (i+1)*dim]
-		pi.Mode(&nn.Tape[float32]{}, obs, 1, want)
+		head.Mode(&nn.Tape[float32]{}, obs, 1, want)
 		if err := p.Act(obs, got); err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +136,7 @@ func TestFitClonesTheBehaviour(t *testing.T) {
 func TestFitRefusesBadConfig(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Batch = 0
-	if _, _, err := Fit(context.Background(), &smodice.Data{}, Selection{}, cfg, nil, true); !errors.Is(err, ErrConfig) {
+	if _, _, err := Fit(context.Background(), &prep.Data{}, Selection{}, cfg, nil, true); !errors.Is(err, ErrConfig) {
 		t.Fatalf("Fit with batch 0: %v", err)
 	}
 }

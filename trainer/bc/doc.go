@@ -1,8 +1,8 @@
 // Package bc owns plain behaviour cloning of one behaviour of an offline
 // dataset: the transitions carrying a chosen behaviour label are cloned
 // with uniform weights into the same tanh-squashed Gaussian policy and the
-// same bank export as SMODICE (it reuses dice's weighted behaviour cloning
-// with uniform weights and smodice's data preparation and export). The
+// same bank export as the trained skills (the shared data preparation,
+// weighted behaviour cloning with uniform weights, and export). The
 // result is an interim bank, tagged "bc" and named "<label> fit" so that
 // nobody takes it for a trained skill.
 //

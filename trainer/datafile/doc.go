@@ -11,11 +11,10 @@
 // the contract the data was collected under (observation layout by name, action scale, PD
 // gains, default pose, rates), counts, the seeds and the generator's parameters.
 //
-// Writes are atomic (temp file in the target directory, fsync, rename). Reads check every member
-// before trusting it: the zip structure and checksums, the .npy header (dtype, order, shape)
-// against the manifest and the contract, exact member sizes, and the dataset invariants
-// (trainer/dataset); a truncated or corrupt file is an error wrapping ErrFormat, never a panic
-// and never silently zero-filled data. Arrays are decoded with github.com/sbinet/npyio after
-// those checks; they are encoded here because npyio derives an array's shape from its Go type
-// and would copy a large matrix twice to write it as 2-D.
+// Writes are atomic (temp file in the target directory, fsync, rename). The archive layer is
+// skills/npz (shared with skill banks and training checkpoints): it checks the zip structure and
+// checksums, exact member sizes and the .npy header (dtype, order, shape) against what this
+// package asks for; this package checks the manifest against the contract and the dataset
+// invariants (trainer/dataset). A truncated or corrupt file is an error wrapping ErrFormat, never
+// a panic and never silently zero-filled data.
 package datafile

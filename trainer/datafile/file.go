@@ -1,7 +1,6 @@
 package datafile
 
 import (
-	"archive/zip"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/dualforce/dualforce/skills"
+	"github.com/dualforce/dualforce/skills/npz"
 	"github.com/dualforce/dualforce/trainer/dataset"
 )
 
@@ -39,19 +39,21 @@ type Expert struct {
 }
 
 // Member names of the archives.
+// memberManifest is the manifest member; the others are arrays, stored as
+// "<name>.npy".
 const (
 	memberManifest     = "manifest.json"
-	memberObs          = "observations.npy"
-	memberAct          = "actions.npy"
-	memberNextObs      = "next_observations.npy"
-	memberTerminals    = "terminals.npy"
-	memberTimeouts     = "timeouts.npy"
-	memberStarts       = "episode_starts.npy"
-	memberRewards      = "rewards.npy"
-	memberIsExpert     = "is_expert.npy"
-	memberModes        = "modes.npy"
-	memberBasePosition = "base_position.npy"
-	memberBaseRPY      = "base_rpy.npy"
+	memberObs          = "observations"
+	memberAct          = "actions"
+	memberNextObs      = "next_observations"
+	memberTerminals    = "terminals"
+	memberTimeouts     = "timeouts"
+	memberStarts       = "episode_starts"
+	memberRewards      = "rewards"
+	memberIsExpert     = "is_expert"
+	memberModes        = "modes"
+	memberBasePosition = "base_position"
+	memberBaseRPY      = "base_rpy"
 )
 
 // maxManifestBytes bounds the manifest a reader accepts.
@@ -148,12 +150,12 @@ type member struct {
 	name, doc string
 	shape     []int
 	dtype     string
-	write     func(w io.Writer) error
+	write     func(w *npz.Writer) error
 }
 
-func array[T element](name, doc string, shape []int, data []T) member {
-	dtype, _ := dtypeOf[T]()
-	return member{name: name, doc: doc, shape: shape, dtype: dtype, write: func(w io.Writer) error { return writeArray(w, shape, data) }}
+func array[T npz.Element](name, doc string, shape []int, data []T) member {
+	dtype, _ := npz.Dtype[T]()
+	return member{name: name, doc: doc, shape: shape, dtype: dtype, write: func(w *npz.Writer) error { return npz.WriteArray(w, name, shape, data) }}
 }
 
 // WriteOffline validates o and replaces path with it atomically. It fills o.Manifest.Columns.
@@ -190,28 +192,20 @@ func WriteExpert(path string, e *Expert) error {
 func writeArchive(path string, m *Manifest, members []member) (err error) {
 	m.Columns = m.Columns[:0]
 	for _, mb := range members {
-		m.Columns = append(m.Columns, Column{Name: strings.TrimSuffix(mb.name, ".npy"), DType: mb.dtype, Shape: mb.shape, Doc: mb.doc})
+		m.Columns = append(m.Columns, Column{Name: mb.name, DType: mb.dtype, Shape: mb.shape, Doc: mb.doc})
 	}
 	manifest, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return fmt.Errorf("datafile: encode manifest: %w", err)
 	}
 	err = skills.WriteFileAtomic(path, 0o644, func(w io.Writer) error {
-		zw := zip.NewWriter(w)
-		add := func(name string, write func(io.Writer) error) error {
-			// Stored, not deflated: float sensor data barely compresses, and numpy.savez stores too.
-			w, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Store})
-			if err != nil {
-				return err
-			}
-			return write(w)
-		}
-		if err := add(memberManifest, func(w io.Writer) error { _, err := w.Write(manifest); return err }); err != nil {
+		zw := npz.NewWriter(w)
+		if err := zw.Raw(memberManifest, manifest); err != nil {
 			return err
 		}
 		for _, mb := range members {
-			if err := add(mb.name, mb.write); err != nil {
-				return fmt.Errorf("member %s: %w", mb.name, err)
+			if err := mb.write(zw); err != nil {
+				return err
 			}
 		}
 		return zw.Close()
@@ -269,75 +263,51 @@ func withArchive(path string, decode func(io.ReaderAt, int64) error) error {
 	return nil
 }
 
-// archive is an opened zip of size bytes with its members by name.
-type archive struct {
-	files map[string]*zip.File
-	size  int64
-}
-
 // openArchive opens a zip and reads and validates its manifest as one of kind ("" accepts
 // either kind).
-func openArchive(r io.ReaderAt, size int64, kind string) (archive, *Manifest, error) {
-	a := archive{size: size}
-	zr, err := zip.NewReader(r, size)
+func openArchive(r io.ReaderAt, size int64, kind string) (*npz.Reader, *Manifest, error) {
+	a, err := npz.NewReader(r, size, npz.Limits{})
 	if err != nil {
-		return a, nil, fmt.Errorf("%w: not a readable zip archive (truncated or corrupt?): %w", ErrFormat, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrFormat, err)
 	}
-	a.files = make(map[string]*zip.File, len(zr.File))
-	for _, f := range zr.File {
-		if a.files[f.Name] != nil {
-			return a, nil, fmt.Errorf("%w: member %q appears twice", ErrFormat, f.Name)
-		}
-		a.files[f.Name] = f
+	if !a.Has(memberManifest) {
+		return nil, nil, fmt.Errorf("%w: no %s member", ErrFormat, memberManifest)
 	}
-	f := a.files[memberManifest]
-	if f == nil {
-		return a, nil, fmt.Errorf("%w: no %s member", ErrFormat, memberManifest)
-	}
-	rc, err := f.Open()
+	raw, err := a.Raw(memberManifest, maxManifestBytes)
 	if err != nil {
-		return a, nil, fmt.Errorf("%w: %s: %w", ErrFormat, memberManifest, err)
-	}
-	defer rc.Close()
-	raw, err := io.ReadAll(io.LimitReader(rc, maxManifestBytes+1))
-	if err != nil {
-		return a, nil, fmt.Errorf("%w: %s: %w", ErrFormat, memberManifest, err)
-	}
-	if len(raw) > maxManifestBytes {
-		return a, nil, fmt.Errorf("%w: manifest larger than %d bytes", ErrFormat, maxManifestBytes)
+		return nil, nil, fmt.Errorf("%w: %w", ErrFormat, err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	var m Manifest
 	if err := dec.Decode(&m); err != nil {
-		return a, nil, fmt.Errorf("%w: %s: %w", ErrFormat, memberManifest, err)
+		return nil, nil, fmt.Errorf("%w: %s: %w", ErrFormat, memberManifest, err)
 	}
 	if kind == "" && (m.Kind == KindOffline || m.Kind == KindExpert) {
 		kind = m.Kind
 	}
 	if err := m.validate(kind); err != nil {
-		return a, nil, err
+		return nil, nil, err
 	}
 	return a, &m, nil
 }
 
 // columnReader reads array members one after the other, keeping the first error.
 type columnReader struct {
-	archive
+	a   *npz.Reader
 	err error
 }
 
-func readInto[T element](rd *columnReader, dst *[]T, name string, shape ...int) {
+func readInto[T npz.Element](rd *columnReader, dst *[]T, name string, shape ...int) {
 	if rd.err != nil {
 		return
 	}
-	f := rd.archive.files[name]
-	if f == nil {
-		rd.err = fmt.Errorf("%w: no %s member", ErrFormat, name)
+	if !rd.a.Has(name + npz.NpySuffix) {
+		rd.err = fmt.Errorf("%w: no %s%s member", ErrFormat, name, npz.NpySuffix)
 		return
 	}
-	if *dst, rd.err = readMember[T](f, rd.archive.size, shape); rd.err != nil {
-		rd.err = fmt.Errorf("%w: %s: %w", ErrFormat, name, rd.err)
+	if *dst, rd.err = npz.ReadArray[T](rd.a, name, shape); rd.err != nil {
+		rd.err = fmt.Errorf("%w: %w", ErrFormat, rd.err)
 	}
 }
 
@@ -356,7 +326,7 @@ func DecodeOffline(r io.ReaderAt, size int64) (*Offline, error) {
 	}
 	o := &Offline{Manifest: *m, Data: dataset.Offline{ObsDim: d, ActDim: k}}
 	od, w := &o.Data, &o.Withheld
-	rd := &columnReader{archive: a}
+	rd := &columnReader{a: a}
 	readInto(rd, &od.Obs, memberObs, n, d)
 	readInto(rd, &od.Act, memberAct, n, k)
 	readInto(rd, &od.NextObs, memberNextObs, n, d)
@@ -388,7 +358,7 @@ func DecodeExpert(r io.ReaderAt, size int64) (*Expert, error) {
 	}
 	d := m.Contract.Layout.Dim()
 	e := &Expert{Manifest: *m, Data: dataset.Expert{ObsDim: d}}
-	rd := &columnReader{archive: a}
+	rd := &columnReader{a: a}
 	if readInto(rd, &e.Data.Obs, memberObs, m.Transitions, d); rd.err != nil {
 		return nil, rd.err
 	}

@@ -147,7 +147,7 @@ func TestMalformedArchives(t *testing.T) {
 	good := encode(t, sample(t, skills.Locomotion48(), 8))
 	member := func(name string, f func([]byte) []byte) func(string, []byte) []byte {
 		return func(n string, b []byte) []byte {
-			if n == name {
+			if n == name || n == name+".npy" {
 				return f(b)
 			}
 			return b
@@ -173,12 +173,12 @@ func TestMalformedArchives(t *testing.T) {
 		{"no actions", rezip(t, good, member(memberAct, func([]byte) []byte { return nil })), "no actions.npy"},
 		{"actions truncated", rezip(t, good, member(memberAct, func(b []byte) []byte { return b[:len(b)-4] })), "needs"},
 		{"actions padded", rezip(t, good, member(memberAct, func(b []byte) []byte { return append(b, 0, 0, 0, 0) })), "needs"},
-		{"actions as float64", rezip(t, good, member(memberAct, replace("<f4", "<f8"))), "unsupported .npy header"},
+		{"actions as float64", rezip(t, good, member(memberAct, replace("<f4", "<f8"))), "array is <f8 [8 12], want <f4"},
 		{"actions fortran order", rezip(t, good, member(memberAct, replace("False", "True "))), "unsupported .npy header"},
 		{"actions wrong shape", rezip(t, good, member(memberAct, replace("(8, 12)", "(12, 8)"))), "want <f4 [8 12]"},
 		{"terminals as float", rezip(t, good, member(memberTerminals, replace("|b1", "<f4"))), "want |b1"},
 		{"no npy magic", rezip(t, good, member(memberModes, func(b []byte) []byte { return append([]byte("XX"), b[2:]...) })), "magic"},
-		{"npy version 3", rezip(t, good, member(memberModes, func(b []byte) []byte { c := bytes.Clone(b); c[6] = 3; return c })), "version 3.0"},
+		{"npy version 4", rezip(t, good, member(memberModes, func(b []byte) []byte { c := bytes.Clone(b); c[6] = 4; return c })), "version 4.0"},
 		{"header length past the member", rezip(t, good, member(memberModes, func(b []byte) []byte { c := bytes.Clone(b[:20]); c[8], c[9] = 0xff, 0x0f; return c })), "truncated .npy header"},
 		{"huge header length", rezip(t, good, member(memberModes, func(b []byte) []byte { c := bytes.Clone(b); c[8], c[9] = 0xff, 0xff; return c })), "header of"},
 		{"NaN observation", rezip(t, good, member(memberObs, func(b []byte) []byte {

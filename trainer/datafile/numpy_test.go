@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dualforce/dualforce/skills"
+	"github.com/dualforce/dualforce/skills/npz"
 )
 
 // Debian's numpy belongs to /usr/bin/python3 (the python3 on PATH may lack it).
@@ -49,7 +50,7 @@ func numpyLoad(t *testing.T, path string) numpyReport {
 	return r
 }
 
-func sum[T element](x []T) float64 {
+func sum[T npz.Element](x []T) float64 {
 	s := 0.0
 	for _, v := range x {
 		switch v := any(v).(type) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dualforce/dualforce/trainer/dataset"
 	"github.com/dualforce/dualforce/trainer/nn"
+	"github.com/dualforce/dualforce/trainer/wbc"
 )
 
 // locomotionSet is random data of the locomotion shapes (48 observations,
@@ -48,6 +49,23 @@ func locomotionSet(n int) (*dataset.Offline, []float32) {
 }
 
 const benchSetSize = 65536
+
+// learners are the default value and policy learners on data with reward.
+func learners(b *testing.B, data *dataset.Offline, reward []float32) (*Value, *wbc.Learner) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	v, err := NewValue(data, DefaultValueConfig(), rng)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := v.SetReward(reward); err != nil {
+		b.Fatal(err)
+	}
+	pi, err := wbc.New(data, wbc.DefaultConfig(), rng)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return v, pi
+}
 
 // torchTimes is what update_bench.py prints.
 type torchTimes struct {
@@ -96,21 +114,22 @@ func BenchmarkUpdate8192(b *testing.B) {
 				b.Skip(err)
 			}
 			defer func() { _ = nn.SetBackend(prev) }()
-			tr, err := New(data, reward, DefaultConfig())
+			v, pi := learners(b, data, reward)
+			w, err := v.Weights()
 			if err != nil {
 				b.Fatal(err)
 			}
-			if err := tr.SetPolicyWeights(tr.Weights()); err != nil {
+			if err := pi.SetWeights(w); err != nil {
 				b.Fatal(err)
 			}
-			tr.ValueStep()
-			tr.PolicyStep()
+			_, _ = v.Step()
+			pi.Step()
 			fastest := time.Duration(math.MaxInt64)
 			b.ReportAllocs()
 			for b.Loop() {
 				start := time.Now()
-				tr.ValueStep()
-				tr.PolicyStep()
+				_, _ = v.Step()
+				pi.Step()
 				fastest = min(fastest, time.Since(start))
 			}
 			meanMs := float64(b.Elapsed().Microseconds()) / 1000 / float64(b.N)
@@ -136,14 +155,11 @@ func BenchmarkUpdate8192(b *testing.B) {
 // the default backend; the paper's locomotion set is 19x larger.
 func BenchmarkWeights(b *testing.B) {
 	data, reward := locomotionSet(benchSetSize)
-	tr, err := New(data, reward, DefaultConfig())
-	if err != nil {
-		b.Fatal(err)
-	}
-	tr.Weights()
+	v, _ := learners(b, data, reward)
+	_, _ = v.Weights()
 	b.ReportAllocs()
 	for b.Loop() {
-		tr.Weights()
+		_, _ = v.Weights()
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchSetSize, "ns/transition")
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/dualforce/dualforce/trainer/dataset"
+	"github.com/dualforce/dualforce/trainer/nn"
 )
 
 func TestDualLossGradientCheck(t *testing.T) {
@@ -102,12 +103,34 @@ func syntheticSet(n int, seed uint64) (*dataset.Offline, []float32, []bool) {
 	return o, reward, isExpert
 }
 
-func smallConfig() Config {
-	cfg := DefaultConfig()
-	cfg.ValueHidden, cfg.PolicyHidden = []int{32, 32}, []int{32, 32}
+func smallConfig() ValueConfig {
+	cfg := DefaultValueConfig()
+	cfg.Hidden = []int{32, 32}
 	cfg.Batch, cfg.InitBatch, cfg.ChunkRows = 512, 256, 1000
-	cfg.ValueLR, cfg.PolicyLR = 1e-3, 1e-3
+	cfg.LR = 1e-3
 	return cfg
+}
+
+// newValue is a value learner on data with reward set.
+func newValue(t testing.TB, data *dataset.Offline, reward []float32, cfg ValueConfig) *Value {
+	t.Helper()
+	v, err := NewValue(data, cfg, rand.New(rand.NewPCG(1, 0xd1ce)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.SetReward(reward); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func weights(t testing.TB, v *Value) []float64 {
+	t.Helper()
+	w, err := v.Weights()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
 }
 
 // TestWeightsAreTheWholeSetSoftmax checks the chunked weight pass against
@@ -131,26 +154,35 @@ func TestWeightsAreTheWholeSetSoftmax(t *testing.T) {
 	}
 }
 
-func checkWholeSetSoftmax(t *testing.T, data *dataset.Offline, reward []float32) {
-	tr, err := New(data, reward, smallConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 20 {
-		tr.ValueStep()
-	}
-	w := append([]float64(nil), tr.Weights()...)
-	// Recompute delta one transition at a time and softmax it directly.
-	in := make([]float32, 2)
+// directDelta is delta_i = r_i + gamma (1 - terminal_i) V(s'_i) - V(s_i),
+// one transition at a time through the value network.
+func directDelta(v *Value, data *dataset.Offline, reward []float32, gamma float64) []float64 {
+	var tape nn.Tape[float32]
+	d := data.ObsDim
 	delta := make([]float64, data.Len())
-	lse := math.Inf(-1)
 	for i := range delta {
-		copy(in, data.NextObs[2*i:2*i+2])
-		vn := float64(tr.V.Forward(&tr.vTape, in, 1)[0])
-		copy(in, data.Obs[2*i:2*i+2])
-		v := float64(tr.V.Forward(&tr.vTape, in, 1)[0])
-		delta[i] = float64(reward[i]) + 0.99*vn - v
-		lse = math.Max(lse, delta[i]) + math.Log1p(math.Exp(-math.Abs(lse-delta[i])))
+		vn := float64(v.V.Net.Forward(&tape, data.NextObs[i*d:(i+1)*d], 1)[0])
+		vs := float64(v.V.Net.Forward(&tape, data.Obs[i*d:(i+1)*d], 1)[0])
+		if data.Terminal[i] {
+			vn = 0
+		}
+		delta[i] = float64(reward[i]) + gamma*vn - vs
+	}
+	return delta
+}
+
+func checkWholeSetSoftmax(t *testing.T, data *dataset.Offline, reward []float32) {
+	v := newValue(t, data, reward, smallConfig())
+	for range 20 {
+		if _, err := v.Step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := append([]float64(nil), weights(t, v)...)
+	delta := directDelta(v, data, reward, 0.99)
+	lse := math.Inf(-1)
+	for _, d := range delta {
+		lse = math.Max(lse, d) + math.Log1p(math.Exp(-math.Abs(lse-d)))
 	}
 	sum := 0.0
 	for i := range w {
@@ -164,54 +196,138 @@ func checkWholeSetSoftmax(t *testing.T, data *dataset.Offline, reward []float32)
 	}
 }
 
-// TestSMODICEImitatesTheExpert runs the whole loop on the synthetic set: the
-// weights must move onto the expert's transitions (which the trainer cannot
-// see) and the policy must learn the expert's action there.
-func TestSMODICEImitatesTheExpert(t *testing.T) {
-	data, reward, isExpert := syntheticSet(8000, 5)
+// terminalSet is syntheticSet with falls: every third episode ends early in
+// a terminal transition (s' absorbing), the others in a timeout (s' a real
+// successor), and every episode's last s' is not the next row's s.
+func terminalSet(n int, seed uint64) (*dataset.Offline, []float32) {
+	o, reward, _ := syntheticSet(n, seed)
+	for i := range n {
+		step, episode := i%50, i/50
+		o.Timeout[i] = step == 49 && episode%3 != 0
+		o.Terminal[i] = step == 49 && episode%3 == 0
+		if step < 49 && i+1 < n {
+			copy(o.NextObs[2*i:2*i+2], o.Obs[2*i+2:2*i+4])
+		}
+	}
+	return o, reward
+}
+
+// TestTerminalsAndTimeoutsRowByRow: a terminal transition does not
+// bootstrap from V(s'), a timeout does. Checked row by row on a set that
+// has both, against delta computed one transition at a time: in the
+// whole-set weights (delta itself) and in the value step (its batch loss,
+// recomputed from the same draws).
+func TestTerminalsAndTimeoutsRowByRow(t *testing.T) {
+	data, reward := terminalSet(1500, 4)
+	terminals, timeouts := 0, 0
+	for i := range data.Terminal {
+		terminals += b2i(data.Terminal[i])
+		timeouts += b2i(data.Timeout[i])
+	}
 	cfg := smallConfig()
-	cfg.ValueSteps, cfg.PolicySteps = 2, 2
-	tr, err := New(data, reward, cfg)
+	v := newValue(t, data, reward, cfg)
+	for range 30 {
+		if _, err := v.Step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// V must tell the rows apart for the check to bite: at a row where
+	// V(s') is 0 a wrong mask would go unnoticed.
+	_ = weights(t, v)
+	want := directDelta(v, data, reward, cfg.Gamma)
+	checked := 0
+	for i, got := range v.Delta() {
+		if data.Terminal[i] || data.Timeout[i] {
+			checked++
+		}
+		if math.Abs(got-want[i]) > 1e-5*max(1, math.Abs(want[i])) {
+			t.Fatalf("row %d (terminal %v, timeout %v): delta %g, one transition at a time %g",
+				i, data.Terminal[i], data.Timeout[i], got, want[i])
+		}
+	}
+	t.Logf("weight pass: delta of %d rows (%d terminals, %d timeouts) matches", len(want), terminals, timeouts)
+
+	// The value step: replay its draws with a generator in the same state.
+	src := rand.NewPCG(3, 4)
+	v2, err := NewValue(data, cfg, rand.New(src))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var diag Diagnostics
+	if err := v2.SetReward(reward); err != nil {
+		t.Fatal(err)
+	}
+	snapshot, _ := src.MarshalBinary()
+	var replay rand.PCG
+	_ = replay.UnmarshalBinary(snapshot)
+	draws := rand.New(&replay)
+	rows := make([]int, cfg.Batch)
+	for k := range rows {
+		rows[k] = draws.IntN(data.Len())
+	}
+	starts := data.InitialStates()
+	init := make([]int, cfg.InitBatch)
+	for k := range init {
+		init[k] = starts[draws.IntN(len(starts))]
+	}
+	all := directDelta(v2, data, reward, cfg.Gamma)
+	batch := make([]float64, len(rows))
+	for k, i := range rows {
+		batch[k] = all[i]
+	}
+	var tape nn.Tape[float32]
+	mean0 := 0.0
+	for _, i := range init {
+		mean0 += float64(v2.V.Net.Forward(&tape, data.Obs[2*i:2*i+2], 1)[0]) / float64(len(init))
+	}
+	wantLoss := (1-cfg.Gamma)*mean0 + nn.LogMeanExp(batch)
+	loss, err := v2.Step()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("value step: batch loss %.6f, recomputed %.6f (%d of the batch's rows end an episode)", loss, wantLoss, endRows(data, rows))
+	if math.Abs(loss-wantLoss) > 1e-5*max(1, math.Abs(wantLoss)) {
+		t.Fatalf("value step loss %g, recomputed from its draws %g", loss, wantLoss)
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func endRows(data *dataset.Offline, rows []int) int {
+	n := 0
+	for _, i := range rows {
+		n += b2i(data.Terminal[i] || data.Timeout[i])
+	}
+	return n
+}
+
+// TestValueFindsTheExpert runs value steps and weight passes on the
+// synthetic set: the weights must move onto the expert's transitions
+// (which the learner cannot see).
+func TestValueFindsTheExpert(t *testing.T) {
+	data, reward, isExpert := syntheticSet(8000, 5)
+	v := newValue(t, data, reward, smallConfig())
 	var w []float64
-	for k := range 400 {
-		if diag, w, err = tr.Iterate(); err != nil {
+	for k := range 800 {
+		if _, err := v.Step(); err != nil {
 			t.Fatal(err)
 		}
-		if k%100 == 0 || k == 399 {
+		if k%200 == 199 {
+			w = weights(t, v)
 			mass, err := ExpertMass(w, isExpert)
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("iteration %d: value loss %.3f, policy loss %.3f, ESS %.0f of %d, max w %.2e, KL %.3f, expert mass %.3f",
-				diag.Iteration, diag.ValueLoss, diag.PolicyLoss, diag.Weights.ESS, len(w), diag.Weights.Max, diag.Weights.KL, mass)
+			st := Summarise(w)
+			t.Logf("step %d: ESS %.0f of %d, max w %.2e, KL %.3f, expert mass %.3f", k+1, st.ESS, len(w), st.Max, st.KL, mass)
 		}
 	}
-	mass, _ := ExpertMass(w, isExpert)
-	if mass < 0.5 {
+	if mass, _ := ExpertMass(w, isExpert); mass < 0.5 {
 		t.Errorf("expert mass %.3f, want >= 0.5 (base rate 0.2)", mass)
-	}
-	// On the expert's states the policy's mean action must be the expert's.
-	var obs []float32
-	var want []float64
-	for i := range isExpert {
-		if isExpert[i] && len(want) < 200 {
-			obs = append(obs, data.Obs[2*i:2*i+2]...)
-			want = append(want, float64(data.Act[i]))
-		}
-	}
-	act := make([]float32, len(want))
-	tr.Pi.Mode(&tr.piTape, obs, len(want), act)
-	meanErr := 0.0
-	for r, a := range act {
-		meanErr += math.Abs(float64(a)-want[r]) / float64(len(want))
-	}
-	t.Logf("policy on expert states: mean |a - a_expert| = %.3f", meanErr)
-	if meanErr > 0.2 {
-		t.Errorf("policy mean action error %.3f on expert states, want <= 0.2", meanErr)
 	}
 }
 
@@ -263,7 +379,7 @@ func TestOfflineSetHasNoExpertColumn(t *testing.T) {
 	}
 }
 
-func TestNewRejectsBadInput(t *testing.T) {
+func TestNewValueRejectsBadInput(t *testing.T) {
 	data, reward, _ := syntheticSet(100, 1)
 	nanReward := append([]float32(nil), reward...)
 	nanReward[10] = float32(math.NaN())
@@ -277,16 +393,18 @@ func TestNewRejectsBadInput(t *testing.T) {
 		name   string
 		data   *dataset.Offline
 		reward []float32
-		edit   func(*Config)
+		edit   func(*ValueConfig)
 		check  func(error) bool
 	}{
 		{"short reward", data, reward[:99], nil, func(err error) bool { return errors.Is(err, ErrRewardLength) }},
 		{"NaN reward", data, nanReward, nil, func(err error) bool { return errors.As(err, &nonFinite) && nonFinite.Field == "reward" }},
+		{"no reward", data, nil, nil, func(err error) bool { return errors.Is(err, ErrNoReward) }},
 		{"Inf observation", &nanObs, reward, nil, func(err error) bool { return errors.As(err, &nonFinite) && nonFinite.Field == "observations" }},
 		{"no initial state", &noStart, reward, nil, func(err error) bool { return errors.Is(err, dataset.ErrNoInitialState) }},
-		{"gamma 1", data, reward, func(c *Config) { c.Gamma = 1 }, func(err error) bool { return errors.Is(err, ErrConfig) }},
-		{"zero batch", data, reward, func(c *Config) { c.Batch = 0 }, func(err error) bool { return errors.Is(err, ErrConfig) }},
-		{"zero-width layer", data, reward, func(c *Config) { c.ValueHidden = []int{0} }, func(err error) bool { return err != nil }},
+		{"gamma 1", data, reward, func(c *ValueConfig) { c.Gamma = 1 }, func(err error) bool { return errors.Is(err, ErrConfig) }},
+		{"zero batch", data, reward, func(c *ValueConfig) { c.Batch = 0 }, func(err error) bool { return errors.Is(err, ErrConfig) }},
+		{"negative latent", data, reward, func(c *ValueConfig) { c.Latent = -1 }, func(err error) bool { return errors.Is(err, ErrConfig) }},
+		{"zero-width layer", data, reward, func(c *ValueConfig) { c.Hidden = []int{0} }, func(err error) bool { return err != nil }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -294,108 +412,53 @@ func TestNewRejectsBadInput(t *testing.T) {
 			if tc.edit != nil {
 				tc.edit(&cfg)
 			}
-			_, err := New(tc.data, tc.reward, cfg)
+			v, err := NewValue(tc.data, cfg, rand.New(rand.NewPCG(1, 1)))
+			if err == nil && tc.reward != nil {
+				err = v.SetReward(tc.reward)
+			}
+			if err == nil {
+				_, err = v.Step()
+			}
 			t.Logf("error: %v", err)
 			if err == nil || !tc.check(err) {
-				t.Fatalf("New returned %v", err)
+				t.Fatalf("got %v", err)
 			}
 		})
 	}
 }
 
-func TestSetPolicyWeightsRefusesWhatItCannotDrawFrom(t *testing.T) {
-	data, reward, _ := syntheticSet(50, 9)
-	tr, err := New(data, reward, smallConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ones := func(edit func(w []float64)) []float64 {
-		w := make([]float64, data.Len())
-		for i := range w {
-			w[i] = 1
-		}
-		if edit != nil {
-			edit(w)
-		}
-		return w
-	}
-	for _, c := range []struct {
-		name string
-		w    []float64
-	}{
-		{"short", ones(nil)[:49]},
-		{"negative", ones(func(w []float64) { w[3] = -1e-9 })},
-		{"NaN", ones(func(w []float64) { w[0] = math.NaN() })},
-		{"infinite", ones(func(w []float64) { w[49] = math.Inf(1) })},
-		{"all zero", make([]float64, data.Len())},
-		{"overflowing sum", ones(func(w []float64) { w[0], w[1] = math.MaxFloat64, math.MaxFloat64 })},
-	} {
-		if err := tr.SetPolicyWeights(c.w); !errors.Is(err, ErrPolicyWeights) {
-			t.Errorf("%s: error %v, want ErrPolicyWeights", c.name, err)
-		}
-	}
-}
-
-// TestPolicyDrawsFollowTheWeights checks the resampling PolicyStep uses: a
-// new trainer draws uniformly; after SetPolicyWeights, transitions of zero
-// weight are never drawn and the others in proportion to their weights; a
-// refused SetPolicyWeights leaves the distribution as it was.
-func TestPolicyDrawsFollowTheWeights(t *testing.T) {
-	data, reward, _ := syntheticSet(10, 10)
-	tr, err := New(data, reward, smallConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkDraws := func(when string, w []float64) {
-		t.Helper()
-		const draws = 200000
-		total := 0.0
-		for _, x := range w {
-			total += x
-		}
-		counts := make([]int, len(w))
-		for range draws {
-			counts[tr.drawWeighted()]++
-		}
-		for i, c := range counts {
-			p := w[i] / total
-			sd := math.Sqrt(draws * p * (1 - p))
-			if math.Abs(float64(c)-draws*p) > 5*sd || (p == 0 && c != 0) {
-				t.Errorf("%s: row %d drawn %d times, want %.0f ± %.0f", when, i, c, draws*p, 5*sd)
-			}
-		}
-	}
-	checkDraws("new trainer", []float64{1, 1, 1, 1, 1, 1, 1, 1, 1, 1})
-	w := []float64{0, 1, 0, 2, 0, 0, 4, 0, 0, 3} // the first and last rows included
-	if err := tr.SetPolicyWeights(w); err != nil {
-		t.Fatal(err)
-	}
-	checkDraws("after SetPolicyWeights", w)
-	if err := tr.SetPolicyWeights([]float64{1, 1, 1, 1, 1, 1, 1, 1, 1, -1}); err == nil {
-		t.Fatal("a negative weight was accepted")
-	}
-	checkDraws("after a refused SetPolicyWeights", w)
-}
-
-// TestIterateReportsDivergence: a value network whose outputs are not
-// finite makes weights that are no distribution, and Iterate says so
-// instead of training the policy on them.
-func TestIterateReportsDivergence(t *testing.T) {
+// TestDivergenceIsReported: a value network whose outputs are not finite
+// makes weights that are no distribution, and CheckWeights says so.
+func TestDivergenceIsReported(t *testing.T) {
 	data, reward, _ := syntheticSet(300, 11)
-	cfg := smallConfig()
-	cfg.ValueSteps = 0
-	tr, err := New(data, reward, cfg)
-	if err != nil {
-		t.Fatal(err)
+	v := newValue(t, data, reward, smallConfig())
+	if err := CheckWeights(weights(t, v)); err != nil {
+		t.Fatalf("fresh weights: %v", err)
 	}
-	for i := range tr.V.Params() {
-		tr.V.Params()[i] = float32(math.NaN())
+	for i := range v.V.Net.Params() {
+		v.V.Net.Params()[i] = float32(math.NaN())
 	}
-	policy := slices.Clone(tr.Pi.Net.Params())
-	if _, _, err := tr.Iterate(); !errors.Is(err, ErrDiverged) {
+	if err := CheckWeights(weights(t, v)); !errors.Is(err, ErrDiverged) {
 		t.Fatalf("error %v, want ErrDiverged", err)
 	}
-	if !slices.Equal(policy, tr.Pi.Net.Params()) {
-		t.Error("the policy trained on weights that are not a distribution")
+}
+
+func TestPolyakAndEstimates(t *testing.T) {
+	p := Polyak{MinAlpha: 0.25}
+	for k, w := range [][]float64{{1, 0}, {0, 1}, {0, 1}, {0, 1}, {0, 1}} {
+		p.Add(w)
+		t.Logf("after %d: %v", k+1, p.W)
+	}
+	// alphas 1, 1/2, 1/3, 1/4, then floored at 1/4: w0 = 1 * 1/2 * 2/3 * 3/4 * 3/4.
+	if want := 0.5 * 2.0 / 3 * 0.75 * 0.75; math.Abs(p.W[0]-want) > 1e-15 || math.Abs(p.W[0]+p.W[1]-1) > 1e-15 {
+		t.Errorf("Polyak average %v, want [%v, %v]", p.W, want, 1-want)
+	}
+	w := []float64{0.5, 0.25, 0.25, 0}
+	if got, want := Constraint(w, []float32{1, 2, 0, 5}), math.Log(4)+0.5*math.Log(0.5)+0.5*math.Log(0.25)-1; math.Abs(got-want) > 1e-12 {
+		t.Errorf("constraint %v, want %v", got, want)
+	}
+	psi := SuccessorFeatures(w, []float32{1, 0, 0, 1, 2, 2, 9, 9}, 2)
+	if !slices.Equal(psi, []float32{1, 0.75}) {
+		t.Errorf("successor features %v, want [1 0.75]", psi)
 	}
 }

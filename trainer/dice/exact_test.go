@@ -255,24 +255,37 @@ func TestDICERecoversExactOccupancy(t *testing.T) {
 		// deterministic dynamics (one random successor per pair).
 		nextStates  float64
 		rewardScale float64
+		gamma       float64
+		// oneStart starts every episode in state 0 instead of rho0 ~
+		// Dirichlet(1).
+		oneStart bool
 	}{
 		// Sampled s' is exact for deterministic dynamics: only the finite
 		// sample and the optimiser separate DICE from d*.
-		{"deterministic random dynamics", 0, 2},
+		{"deterministic random dynamics", 0, 2, 0.99, false},
 		// Stochastic dynamics add DICE's double-sampling bias. It grows with
 		// the reward scale: at this seed with reward scale 2 it alone is
 		// 0.053 in total variation (with TV(d_O, d*) = 0.20).
-		{"stochastic random dynamics", 0.3, 1},
+		{"stochastic random dynamics", 0.3, 1, 0.99, false},
+		// Short episodes that all start in one state: the initial-state
+		// term of the dual decides much of d*, so taking s0 from the wrong
+		// rows (every row instead of the episode starts) moves the
+		// occupancy far past the tolerance (the test checks that it would).
+		{"one initial state, short horizon", 0, 2, 0.7, true},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { checkExactOccupancy(t, tc.nextStates, tc.rewardScale) })
+		t.Run(tc.name, func(t *testing.T) { checkExactOccupancy(t, tc.nextStates, tc.rewardScale, tc.gamma, tc.oneStart) })
 	}
 }
 
-func checkExactOccupancy(t *testing.T, nextStates, rewardScale float64) {
-	const nS, nA, gamma, n = 20, 4, 0.99, 100000
+func checkExactOccupancy(t *testing.T, nextStates, rewardScale, gamma float64, oneStart bool) {
+	const nS, nA, n = 20, 4, 100000
 	rng := rand.New(rand.NewPCG(2024, 7))
 	m := &tabularMDP{nS: nS, nA: nA, gamma: gamma, rho0: dirichlet(rng, nS, 1)}
+	if oneStart {
+		m.rho0 = make([]float64, nS)
+		m.rho0[0] = 1
+	}
 	for range nS * nA {
 		if nextStates == 0 {
 			p := make([]float64, nS)
@@ -394,22 +407,38 @@ func checkExactOccupancy(t *testing.T, nextStates, rewardScale float64) {
 	}
 	_, empProb, _ := sampled(counts, starts).solve(t)
 	dEmp := byPair(empProb)
+	if oneStart {
+		// The same empirical problem with every row's state as an initial
+		// state: what a learner that ignored episode_start would find.
+		everyRow := make([]float64, nS)
+		for _, k := range pairs {
+			everyRow[k/nA] += 1.0 / n
+		}
+		_, allProb, _ := sampled(counts, everyRow).solve(t)
+		wrong := tv(byPair(allProb), dStar)
+		t.Logf("with s0 = every row instead of the episode starts, d* would be %.4f away in total variation", wrong)
+		if wrong < 0.15 {
+			t.Fatalf("the initial states barely matter here (%.4f): the case does not test them", wrong)
+		}
+	}
 
 	reward := make([]float32, n)
 	for i, k := range pairs {
 		reward[i] = float32(m.r[k])
 	}
-	cfg := DefaultConfig()
-	cfg.ValueHidden, cfg.PolicyHidden = nil, []int{8}
-	cfg.Batch, cfg.InitBatch, cfg.ValueLR = 16384, 2048, 0.02
-	tr, err := New(data, reward, cfg)
+	cfg := DefaultValueConfig()
+	cfg.Hidden, cfg.Gamma = nil, gamma
+	cfg.Batch, cfg.InitBatch, cfg.LR = 16384, 2048, 0.02
+	v := newValue(t, data, reward, cfg)
+	for range 2000 {
+		if _, err := v.Step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := v.Weights()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for range 2000 {
-		tr.ValueStep()
-	}
-	w := tr.Weights()
 	dDICE := make([]float64, nS*nA)
 	for i, k := range pairs {
 		dDICE[k] += w[i]

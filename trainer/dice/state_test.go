@@ -3,80 +3,90 @@ package dice
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
 
-// TestRestoreContinuesBitIdentically trains 6 iterations straight, and 3 +
-// save + a fresh trainer restored from the save + 3: the parameters must be
-// equal bit for bit.
+// TestRestoreContinuesBitIdentically trains 6 steps straight, and 3 + save
+// + a fresh learner restored from the save (with the generator's state) +
+// 3, with a latent: the parameters must be equal bit for bit.
 func TestRestoreContinuesBitIdentically(t *testing.T) {
 	data, reward, _ := syntheticSet(1500, 7)
 	cfg := smallConfig()
-	straight, err := New(data, reward, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	iterate := func(tr *Trainer) Diagnostics {
-		t.Helper()
-		diag, _, err := tr.Iterate()
+	cfg.Latent = 2
+	z := []float32{0.3, -1}
+	start := func() (*Value, *rand.PCG) {
+		src := rand.NewPCG(5, 6)
+		v, err := NewValue(data, cfg, rand.New(src))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return diag
+		if err := v.SetReward(reward); err != nil {
+			t.Fatal(err)
+		}
+		if err := v.SetLatent(z); err != nil {
+			t.Fatal(err)
+		}
+		return v, src
 	}
-	for range 6 {
-		iterate(straight)
+	step := func(v *Value, n int) {
+		for range n {
+			if _, err := v.Step(); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
+	straight, _ := start()
+	step(straight, 6)
 
-	first, _ := New(data, reward, cfg)
-	for range 3 {
-		iterate(first)
-	}
-	saved := first.State()
-	iterate(first) // must not change the saved copy
-	resumed, _ := New(data, reward, cfg)
+	first, src := start()
+	step(first, 3)
+	saved, rng := first.State(), must(src.MarshalBinary())
+	step(first, 1) // must not change the saved copy
+	resumed, src2 := start()
 	if err := resumed.Restore(saved); err != nil {
 		t.Fatal(err)
 	}
-	var last Diagnostics
-	for range 3 {
-		last = iterate(resumed)
+	if err := src2.UnmarshalBinary(rng); err != nil {
+		t.Fatal(err)
 	}
-	if last.Iteration != 6 {
-		t.Fatalf("resumed trainer at iteration %d, want 6", last.Iteration)
-	}
-	if !slices.Equal(straight.V.Params(), resumed.V.Params()) || !slices.Equal(straight.Pi.Net.Params(), resumed.Pi.Net.Params()) {
+	step(resumed, 3)
+	if !slices.Equal(straight.V.Params(), resumed.V.Params()) || !slices.Equal(weights(t, straight), weights(t, resumed)) {
 		t.Fatal("resumed parameters differ from the straight run")
 	}
 }
 
+func must[T any](x T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return x
+}
+
 func TestRestoreRejectsForeignState(t *testing.T) {
 	data, reward, _ := syntheticSet(300, 8)
-	tr, err := New(data, reward, smallConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	good := tr.State()
+	v := newValue(t, data, reward, smallConfig())
+	good := v.State()
 	tests := []struct {
 		name string
-		edit func(s *State)
+		edit func(s *ValueState)
 	}{
-		{"short value", func(s *State) { s.Value = s.Value[1:] }},
-		{"short policy Adam", func(s *State) { s.PolicyAdam.V = s.PolicyAdam.V[1:] }},
-		{"negative iteration", func(s *State) { s.Iteration = -1 }},
-		{"NaN parameter", func(s *State) { s.Policy[3] = float32(math.NaN()) }},
-		{"bad generator", func(s *State) { s.RNG = []byte("nope") }},
+		{"short parameters", func(s *ValueState) { s.Params = s.Params[1:] }},
+		{"short Adam", func(s *ValueState) { s.Adam.V = s.Adam.V[1:] }},
+		{"latent Adam without a latent", func(s *ValueState) { s.LatentAdam.M, s.LatentAdam.V = []float32{0}, []float32{0} }},
+		{"negative Adam steps", func(s *ValueState) { s.Adam.Steps = -1 }},
+		{"NaN parameter", func(s *ValueState) { s.Params[3] = float32(math.NaN()) }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := tr.State()
+			s := v.State()
 			tc.edit(&s)
-			if err := tr.Restore(s); !errors.Is(err, ErrState) {
+			if err := v.Restore(s); !errors.Is(err, ErrState) {
 				t.Fatalf("Restore = %v, want ErrState", err)
 			}
-			if !slices.Equal(tr.V.Params(), good.Value) || !slices.Equal(tr.Pi.Net.Params(), good.Policy) {
-				t.Fatal("a refused state changed the trainer")
+			if !slices.Equal(v.V.Params(), good.Params) {
+				t.Fatal("a refused state changed the learner")
 			}
 		})
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/dualforce/dualforce/skills/skillstest"
 	"github.com/dualforce/dualforce/trainer/bc"
 	"github.com/dualforce/dualforce/trainer/collect"
-	"github.com/dualforce/dualforce/trainer/smodice"
+	"github.com/dualforce/dualforce/trainer/prep"
 )
 
 // simContract is the locomotion contract with the datasets' PD gains (trainer/collect), which
@@ -206,11 +206,11 @@ func fitTrot(seed uint64) (*skills.Bank, error) {
 	if err != nil {
 		return nil, err
 	}
-	in, err := smodice.FromFiles(collect.TaskLocomotion, data.Offline, nil)
+	in, err := prep.FromFiles(collect.TaskLocomotion, data.Offline, nil)
 	if err != nil {
 		return nil, err
 	}
-	d, err := smodice.Prepare(in)
+	d, err := prep.Prepare(in)
 	if err != nil {
 		return nil, err
 	}

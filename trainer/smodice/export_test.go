@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/dualforce/dualforce/skills"
+	"github.com/dualforce/dualforce/trainer/datafile/datafiletest"
 	"github.com/dualforce/dualforce/trainer/metrics"
 	"github.com/dualforce/dualforce/trainer/nn"
-	"github.com/dualforce/dualforce/trainer/smodice/smodicetest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -24,7 +24,7 @@ var update = flag.Bool("update", false, "rewrite golden files")
 func TestExportRoundTrip(t *testing.T) {
 	d := prepared(t, 6)
 	cfg := testConfig()
-	cfg.DiscSteps, cfg.Iterations = 100, 50
+	cfg.DiscSteps, cfg.Run.Iterations = 100, 50
 	dir := t.TempDir()
 	ck := train(t, d, cfg, dir, false)
 	bank, err := ck.Bank()
@@ -61,12 +61,12 @@ func TestExportRoundTrip(t *testing.T) {
 	}
 
 	// Raw observations from the dataset file, normalised by the bank.
-	off, _ := smodicetest.Datasets(t, smodicetest.Small, 6)
+	off, _ := datafiletest.Datasets(t, datafiletest.Small, 6)
 	norm, err := skills.NewNormaliser(back.Contract.Normaliser)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pi, err := ck.Policy()
+	_, pi, err := ck.Policy()
 	if err != nil {
 		t.Fatal(err)
 	}

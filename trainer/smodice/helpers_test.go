@@ -4,7 +4,9 @@ import (
 	"context"
 	"testing"
 
-	"github.com/dualforce/dualforce/trainer/smodice/smodicetest"
+	"github.com/dualforce/dualforce/trainer/datafile/datafiletest"
+	"github.com/dualforce/dualforce/trainer/prep"
+	"github.com/dualforce/dualforce/trainer/run"
 )
 
 // testConfig is small enough for a run to take a second or two.
@@ -12,36 +14,36 @@ func testConfig() Config {
 	cfg := DefaultConfig()
 	cfg.Disc.Hidden, cfg.Disc.Batch, cfg.Disc.LR = []int{64, 64}, 128, 1e-3
 	cfg.DiscSteps = 400
-	cfg.DICE.ValueHidden, cfg.DICE.PolicyHidden = []int{64, 64}, []int{64, 64}
-	cfg.DICE.Batch, cfg.DICE.InitBatch, cfg.DICE.ChunkRows = 256, 128, 4096
-	cfg.DICE.ValueLR, cfg.DICE.PolicyLR = 1e-3, 1e-3
-	cfg.Iterations, cfg.CheckpointEvery = 400, 100
+	cfg.Value.Hidden, cfg.Policy.Hidden = []int{64, 64}, []int{64, 64}
+	cfg.Value.Batch, cfg.Value.InitBatch, cfg.Value.ChunkRows, cfg.Policy.Batch = 256, 128, 4096, 256
+	cfg.Value.LR, cfg.Policy.LR = 1e-3, 1e-3
+	cfg.Run = run.Settings{Iterations: 400, CheckpointEvery: 100}
 	return cfg
 }
 
 // prepared is the small synthetic task, prepared for training.
-func prepared(t testing.TB, seed uint64) *Data {
+func prepared(t testing.TB, seed uint64) *prep.Data {
 	t.Helper()
-	return preparedSized(t, smodicetest.Small, seed)
+	return preparedSized(t, datafiletest.Small, seed)
 }
 
-func preparedSized(t testing.TB, sz smodicetest.Sizes, seed uint64) *Data {
+func preparedSized(t testing.TB, sz datafiletest.Sizes, seed uint64) *prep.Data {
 	t.Helper()
-	off, exp := smodicetest.Datasets(t, sz, seed)
-	in, err := FromFiles("locomotion", off, exp)
+	off, exp := datafiletest.Datasets(t, sz, seed)
+	in, err := prep.FromFiles("locomotion", off, exp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := Prepare(in)
+	d, err := prep.Prepare(in)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return d
 }
 
-func train(t testing.TB, d *Data, cfg Config, dir string, resume bool) *Checkpoint {
+func train(t testing.TB, d *prep.Data, cfg Config, dir string, resume bool) *Checkpoint {
 	t.Helper()
-	ck, err := Train(context.Background(), d, cfg, Options{Dir: dir, Resume: resume, Quiet: true})
+	ck, err := Train(context.Background(), d, cfg, Options{Options: run.Options{Dir: dir, Resume: resume, Quiet: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,48 +6,57 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
-	"reflect"
 	"time"
 
 	"github.com/dualforce/dualforce/skills"
+	"github.com/dualforce/dualforce/trainer/checkpoint"
 	"github.com/dualforce/dualforce/trainer/dataset"
 	"github.com/dualforce/dualforce/trainer/dice"
 	"github.com/dualforce/dualforce/trainer/disc"
 	"github.com/dualforce/dualforce/trainer/metrics"
+	"github.com/dualforce/dualforce/trainer/prep"
+	"github.com/dualforce/dualforce/trainer/run"
+	"github.com/dualforce/dualforce/trainer/wbc"
 )
+
+// Algorithm names SMODICE-expert runs in checkpoints.
+const Algorithm = "smodice"
 
 // Config sets up a run. DefaultConfig gives the project's values.
 type Config struct {
 	// Seed derives every other seed: the discriminator's, the hold-out
-	// split's and DICE's (their own Seed fields are overwritten).
-	Seed uint64
-	Disc disc.Config
+	// split's and the value and policy learners' (their generator).
+	Seed uint64      `json:"seed"`
+	Disc disc.Config `json:"disc"`
 	// DiscSteps is the number of discriminator steps.
-	DiscSteps int
+	DiscSteps int `json:"disc_steps"`
 	// HoldOut is the fraction of each set kept out of discriminator
 	// training to measure its accuracy.
-	HoldOut float64
-	DICE    dice.Config
-	// Iterations is the number of DICE iterations (value steps, a weight
-	// pass and policy steps each, see dice.Trainer.Iterate).
-	Iterations int
-	// CheckpointEvery is the number of iterations between checkpoints.
-	CheckpointEvery int
+	HoldOut float64          `json:"hold_out"`
+	Value   dice.ValueConfig `json:"value"`
+	Policy  wbc.Config       `json:"policy"`
+	// ValueSteps and PolicySteps are gradient steps per iteration. Each
+	// iteration also makes one pass over the whole set for the weights,
+	// which costs about as much as N/(3*Batch) value steps.
+	ValueSteps  int `json:"value_steps"`
+	PolicySteps int `json:"policy_steps"`
+	// Run is how many iterations to run and how often to checkpoint.
+	Run run.Settings `json:"-"`
 }
 
 // DefaultConfig is the spec's discriminator (256-256 tanh, Adam 3e-4,
 // batch 256, penalty 10, r_E clipped at 6.9) trained 20000 steps with 10%
-// held out, and DICE with its defaults (256-256 ReLU, Adam 3e-4, batch
-// 8192, gamma 0.99) for 20000 iterations, checkpointed every 500.
+// held out, V and pi 256-256 ReLU, Adam 3e-4, batch 8192, gamma 0.99, one
+// value and one policy step per iteration for 20000 iterations,
+// checkpointed every 500.
 func DefaultConfig() Config {
 	return Config{
 		Seed: 1, Disc: disc.DefaultConfig(), DiscSteps: 20000, HoldOut: 0.1,
-		DICE: dice.DefaultConfig(), Iterations: 20000, CheckpointEvery: 500,
+		Value: dice.DefaultValueConfig(), Policy: wbc.DefaultConfig(), ValueSteps: 1, PolicySteps: 1,
+		Run: run.Settings{Iterations: 20000, CheckpointEvery: 500},
 	}
 }
 
@@ -55,59 +64,42 @@ func DefaultConfig() Config {
 var ErrConfig = errors.New("smodice: bad configuration")
 
 func (c Config) validate() error {
-	if c.DiscSteps < 0 || !(c.HoldOut >= 0 && c.HoldOut < 1) || c.Iterations < 0 || c.CheckpointEvery <= 0 {
-		return fmt.Errorf("%w: disc steps %d, hold-out %v, iterations %d, checkpoint every %d",
-			ErrConfig, c.DiscSteps, c.HoldOut, c.Iterations, c.CheckpointEvery)
+	if c.DiscSteps < 0 || !(c.HoldOut >= 0 && c.HoldOut < 1) || c.ValueSteps < 0 || c.PolicySteps < 0 ||
+		c.Value.Latent != 0 || c.Policy.Latent != 0 {
+		return fmt.Errorf("%w: disc steps %d, hold-out %v, value steps %d, policy steps %d, latents %d and %d (SMODICE has none)",
+			ErrConfig, c.DiscSteps, c.HoldOut, c.ValueSteps, c.PolicySteps, c.Value.Latent, c.Policy.Latent)
+	}
+	if err := c.Run.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return nil
 }
 
-// withSeeds returns c with the component seeds derived from Seed.
+// withSeeds returns c with the discriminator's seed derived from Seed.
 func (c Config) withSeeds() Config {
 	c.Disc.Seed = c.Seed
-	c.DICE.Seed = c.Seed ^ 0x5eed_d1ce
 	return c
 }
 
-// resumable reports whether a run saved with config saved may continue
-// under c: everything but the length of the run and the checkpoint period
-// must be the same.
-func (c Config) resumable(saved Config) bool {
-	c.Iterations, c.CheckpointEvery = saved.Iterations, saved.CheckpointEvery
-	return reflect.DeepEqual(c.withSeeds(), saved.withSeeds())
-}
+// learnerSeed seeds the generator the value and policy learners share.
+func (c Config) learnerSeed() *rand.PCG { return rand.NewPCG(c.Seed^0x5eed_d1ce, 0xd1ce) }
 
-// plotInterval is the shortest wall time between two drawings of the
-// figures during a run.
-const plotInterval = time.Minute
-
-// Files of a run directory.
+// Files of a run directory besides run's.
 const (
-	CheckpointFile = "checkpoint.ckpt"
-	MetricsFile    = "metrics.jsonl"
-	DiscFile       = "disc.json"
-	LossesPlot     = "losses.png"
-	ESSPlot        = "ess.png"
-	KLPlot         = "kl.png"
+	DiscFile   = "disc.json"
+	LossesPlot = "losses.png"
+	ESSPlot    = "ess.png"
+	KLPlot     = "kl.png"
 )
 
 // Options are how a run reports and where it writes.
 type Options struct {
-	// Dir is the run directory (created if missing).
-	Dir string
-	// Resume continues from Dir's checkpoint when there is one. Without it
-	// a directory that already holds a checkpoint is refused.
-	Resume bool
-	// Progress receives the progress bar (shown only on a terminal and
-	// without Quiet).
-	Progress io.Writer
-	Quiet    bool
-	Logger   *slog.Logger
+	run.Options
 	// Observe, when set, sees every metrics record right after it is logged.
 	Observe func(Record)
 }
 
-// Record is one line of metrics.jsonl: one DICE iteration.
+// Record is one line of metrics.jsonl: one iteration.
 type Record struct {
 	Iteration  int         `json:"iteration"`
 	ValueLoss  metrics.Num `json:"value_loss"`
@@ -130,18 +122,11 @@ type Record struct {
 	Seconds metrics.Num `json:"seconds"`
 }
 
-// ErrRunExists reports a run directory that already holds a checkpoint
-// when Resume is not set.
-var ErrRunExists = errors.New("smodice: run directory already holds a checkpoint")
-
-// ErrResumeMismatch reports a checkpoint of another run: other data, task
-// or configuration.
-var ErrResumeMismatch = errors.New("smodice: checkpoint is from another run")
-
 // Train runs (or resumes) SMODICE-expert on d and returns the final
 // checkpoint, which is also in opt.Dir. When ctx is cancelled it writes a
-// checkpoint of the last finished iteration and returns ctx's error.
-func Train(ctx context.Context, d *Data, cfg Config, opt Options) (*Checkpoint, error) {
+// checkpoint of the last finished iteration and returns it with ctx's
+// error.
+func Train(ctx context.Context, d *prep.Data, cfg Config, opt Options) (*Checkpoint, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -149,160 +134,68 @@ func Train(ctx context.Context, d *Data, cfg Config, opt Options) (*Checkpoint, 
 		return nil, fmt.Errorf("smodice: train needs expert states: %w", dataset.ErrEmptyExpert)
 	}
 	cfg = cfg.withSeeds()
-	log := opt.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	if err := os.MkdirAll(opt.Dir, 0o755); err != nil {
+	cfgJSON, err := json.Marshal(cfg)
+	if err != nil {
 		return nil, fmt.Errorf("smodice: %w", err)
 	}
-	ckPath := filepath.Join(opt.Dir, CheckpointFile)
-	ck, err := ReadCheckpoint(ckPath)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		ck = nil
-	case err != nil:
-		return nil, err
-	case !opt.Resume:
-		return nil, fmt.Errorf("%w: %s", ErrRunExists, ckPath)
-	}
-	if ck != nil {
-		if err := d.checkResume(ck, cfg); err != nil {
-			return nil, err
-		}
-		ck.Config = cfg
-		log.Info("resuming", "dir", opt.Dir, "iteration", ck.DICE.Iteration, "of", cfg.Iterations)
-	} else {
-		if ck, err = d.pretrain(ctx, cfg, opt, log); err != nil {
-			return nil, err
-		}
-	}
-
-	tr, err := dice.New(d.Offline, ck.Reward, cfg.DICE)
+	file, err := run.Open(opt.Options, run.Identity{Algorithm: Algorithm, Task: d.Task, Digest: d.Digest, Config: cfgJSON}, cfg.Run)
 	if err != nil {
 		return nil, err
 	}
-	if ck.DICE.RNG != nil {
-		if err := tr.Restore(ck.DICE); err != nil {
+	var ck *Checkpoint
+	if file != nil {
+		if ck, err = fromFile(file); err != nil {
+			return nil, err
+		}
+		if len(ck.Reward) != d.Offline.Len() {
+			return nil, fmt.Errorf("%w: %d rewards for %d transitions", ErrCheckpoint, len(ck.Reward), d.Offline.Len())
+		}
+	} else if ck, err = pretrain(ctx, d, cfg, opt.Options); err != nil {
+		return nil, err
+	}
+	ck.Config = cfg
+
+	l := &loop{d: d, ck: ck, src: cfg.learnerSeed()}
+	rng := rand.New(l.src)
+	if l.v, err = dice.NewValue(d.Offline, cfg.Value, rng); err != nil {
+		return nil, err
+	}
+	if l.pi, err = wbc.New(d.Offline, cfg.Policy, rng); err != nil {
+		return nil, err
+	}
+	if err := l.v.SetReward(ck.Reward); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
+	}
+	if file != nil {
+		if err := l.restore(); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
 		}
 	}
-	mlog, err := metrics.Resume(filepath.Join(opt.Dir, MetricsFile), ck.DICE.Iteration)
+	err = run.Drive(ctx, run.Loop[Record](l), "SMODICE", cfg.Run, ck.Iteration, file == nil, opt.Options, opt.Observe)
 	if err != nil {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return l.ck, err
+		}
 		return nil, err
 	}
-	defer mlog.Close()
-
-	lastPlot := time.Now()
-	// save writes a checkpoint; the figures are redrawn at the end of a run
-	// and at most once per plotInterval, since drawing costs more than
-	// many short iterations.
-	save := func(final bool) error {
-		ck.DICE = tr.State()
-		ck.Estimate = d.estimate(tr.Weights(), ck.Reward, true)
-		if err := WriteCheckpoint(ckPath, ck); err != nil {
-			return err
-		}
-		if final || time.Since(lastPlot) >= plotInterval {
-			lastPlot = time.Now()
-			return writePlots(opt.Dir)
-		}
-		return nil
-	}
-	if ck.DICE.RNG == nil { // a fresh run: the first checkpoint holds the discriminator
-		if err := save(false); err != nil {
-			return nil, err
-		}
-	}
-
-	finish := func(unsaved bool) error {
-		if unsaved {
-			return save(true)
-		}
-		return writePlots(opt.Dir)
-	}
-
-	bar := metrics.NewBar(opt.Progress, cfg.Iterations, ck.DICE.Iteration, "SMODICE", opt.Quiet)
-	saved := ck.DICE.Iteration
-	for it := ck.DICE.Iteration; it < cfg.Iterations; it++ {
-		if ctx.Err() != nil {
-			bar.Finish()
-			if err := finish(it != saved); err != nil {
-				return nil, err
-			}
-			log.Info("interrupted", "iteration", it, "checkpoint", ckPath)
-			return ck, ctx.Err()
-		}
-		start := time.Now()
-		diag, w, err := tr.Iterate()
-		if err != nil {
-			bar.Finish()
-			return nil, fmt.Errorf("smodice: %w (the checkpoint in %s holds iteration %d)", err, opt.Dir, saved)
-		}
-		est := d.estimate(w, ck.Reward, false)
-		rec := Record{
-			Iteration: diag.Iteration, ValueLoss: metrics.Num(diag.ValueLoss), PolicyLoss: metrics.Num(diag.PolicyLoss),
-			ESS: metrics.Num(est.Weights.ESS), MaxW: metrics.Num(est.Weights.Max), KL: metrics.Num(est.Weights.KL),
-			Constraint: metrics.Num(est.Constraint), ExpertMass: metrics.Num(est.ExpertMass),
-			DiscAccuracy: metrics.Num(ck.Disc.HeldOutAccuracy), Seconds: metrics.Num(time.Since(start).Seconds()),
-		}
-		if b := d.Behaviours; b != nil {
-			mass := b.Mass(w)
-			rec.BehaviourMass = make(map[string]metrics.Num, len(mass))
-			for k, m := range mass {
-				rec.BehaviourMass[b.Names[k]] = metrics.Num(m)
-			}
-		}
-		if err := mlog.Write(rec); err != nil {
-			return nil, err
-		}
-		if opt.Observe != nil {
-			opt.Observe(rec)
-		}
-		bar.Set(diag.Iteration)
-		bar.Describe(fmt.Sprintf("SMODICE ESS %.0f KL %.3f", est.Weights.ESS, est.Weights.KL))
-		if diag.Iteration%cfg.CheckpointEvery == 0 {
-			if err := save(false); err != nil {
-				return nil, err
-			}
-			saved = diag.Iteration
-		}
-	}
-	bar.Finish()
-	if err := finish(saved != cfg.Iterations); err != nil {
-		return nil, err
-	}
-	log.Info("SMODICE done", "iterations", cfg.Iterations, "ess", ck.Estimate.Weights.ESS,
-		"kl", ck.Estimate.Weights.KL, "constraint", ck.Estimate.Constraint, "expert_mass", ck.Estimate.ExpertMass)
-	return ck, nil
-}
-
-func (d *Data) checkResume(ck *Checkpoint, cfg Config) error {
-	switch {
-	case ck.Digest != d.Digest:
-		return fmt.Errorf("%w: it was trained on other data", ErrResumeMismatch)
-	case ck.Task != d.Task:
-		return fmt.Errorf("%w: task %q, not %q", ErrResumeMismatch, ck.Task, d.Task)
-	case !cfg.resumable(ck.Config):
-		return fmt.Errorf("%w: configuration differs (only iterations and the checkpoint period may change)\n saved: %+v\n given: %+v",
-			ErrResumeMismatch, ck.Config, cfg)
-	case ck.DICE.Iteration > cfg.Iterations:
-		return fmt.Errorf("%w: checkpoint is at iteration %d, past the %d requested", ErrResumeMismatch, ck.DICE.Iteration, cfg.Iterations)
-	case len(ck.Reward) != d.Offline.Len():
-		return fmt.Errorf("%w: %d rewards for %d transitions", ErrCheckpoint, len(ck.Reward), d.Offline.Len())
-	}
-	return nil
+	e := l.ck.Estimate
+	opt.Log().Info("SMODICE done", "iterations", cfg.Run.Iterations, "ess", e.Weights.ESS, "kl", e.Weights.KL,
+		"constraint", e.Constraint, "expert_mass", e.ExpertMass)
+	return l.ck, nil
 }
 
 // pretrain trains the discriminator, writes its report and returns the
-// first checkpoint (without DICE state).
-func (d *Data) pretrain(ctx context.Context, cfg Config, opt Options, log *slog.Logger) (*Checkpoint, error) {
+// first checkpoint (without learner state).
+func pretrain(ctx context.Context, d *prep.Data, cfg Config, opt run.Options) (*Checkpoint, error) {
+	log := opt.Log()
 	log.Info("training the discriminator", "steps", cfg.DiscSteps, "expert_states", len(d.Expert)/d.Offline.ObsDim,
 		"offline_states", d.Offline.Len())
-	rep, net, reward, err := d.trainDiscriminator(ctx, cfg, opt)
+	r, err := disc.TrainReward(ctx, d.Expert, d.Offline.Obs, d.Offline.ObsDim, cfg.Disc,
+		disc.RewardOptions{Steps: cfg.DiscSteps, HoldOut: cfg.HoldOut, Progress: opt.Progress, Quiet: opt.Quiet})
 	if err != nil {
 		return nil, err
 	}
+	rep := r.Report
 	log.Info("discriminator", "held_out_accuracy", rep.HeldOutAccuracy, "expert_accuracy", rep.HeldOutExpertAccuracy,
 		"offline_accuracy", rep.HeldOutOfflineAccuracy, "logit_min", rep.LogitMin, "logit_max", rep.LogitMax,
 		"clipped_fraction", rep.ClippedFraction)
@@ -314,43 +207,109 @@ func (d *Data) pretrain(ctx context.Context, cfg Config, opt Options, log *slog.
 	if err != nil {
 		return nil, err
 	}
-	return &Checkpoint{
-		Version: CheckpointVersion, Config: cfg, Task: d.Task, Digest: d.Digest, Contract: d.Contract,
-		ObsDim: d.Offline.ObsDim, ActDim: d.Offline.ActDim, Disc: rep, DiscParams: net, Reward: reward,
-	}, nil
+	return &Checkpoint{Config: cfg, Task: d.Task, Digest: d.Digest, Contract: d.Contract, Disc: rep, DiscParams: r.Params, Reward: r.R}, nil
 }
+
+// loop is SMODICE-expert's iteration: value steps on the KL dual with
+// R = r_E, the whole-set weights, policy steps drawn by them.
+type loop struct {
+	d   *prep.Data
+	ck  *Checkpoint
+	src *rand.PCG // the learners' generator, saved with the checkpoint
+	v   *dice.Value
+	pi  *wbc.Learner
+}
+
+func (l *loop) restore() error {
+	var src rand.PCG
+	if err := src.UnmarshalBinary(l.ck.RNG); err != nil {
+		return fmt.Errorf("generator: %w", err)
+	}
+	if err := l.v.Restore(l.ck.V); err != nil {
+		return err
+	}
+	if err := l.pi.Restore(l.ck.Pi); err != nil {
+		return err
+	}
+	*l.src = src
+	return nil
+}
+
+// Iterate runs ValueSteps value steps, one whole-set weight pass and
+// PolicySteps policy steps drawn by those weights.
+func (l *loop) Iterate(context.Context) (Record, error) {
+	start := time.Now()
+	cfg := &l.ck.Config
+	l.ck.Iteration++
+	rec := Record{Iteration: l.ck.Iteration}
+	for range cfg.ValueSteps {
+		loss, err := l.v.Step()
+		if err != nil {
+			return rec, err
+		}
+		rec.ValueLoss = metrics.Num(loss)
+	}
+	w, err := l.v.Weights()
+	if err != nil {
+		return rec, err
+	}
+	if err := l.pi.SetWeights(w); err != nil {
+		return rec, fmt.Errorf("%w at iteration %d: %w", dice.ErrDiverged, l.ck.Iteration, err)
+	}
+	for range cfg.PolicySteps {
+		rec.PolicyLoss = metrics.Num(l.pi.Step())
+	}
+	est := estimate(l.d, w, l.ck.Reward, false)
+	rec.ESS, rec.MaxW, rec.KL = metrics.Num(est.Weights.ESS), metrics.Num(est.Weights.Max), metrics.Num(est.Weights.KL)
+	rec.Constraint, rec.ExpertMass = metrics.Num(est.Constraint), metrics.Num(est.ExpertMass)
+	rec.DiscAccuracy = l.ck.Disc.HeldOutAccuracy
+	if b := l.d.Behaviours; b != nil {
+		mass := b.Mass(w)
+		rec.BehaviourMass = make(map[string]metrics.Num, len(mass))
+		for k, m := range mass {
+			rec.BehaviourMass[b.Names[k]] = metrics.Num(m)
+		}
+	}
+	rec.Seconds = metrics.Num(time.Since(start).Seconds())
+	return rec, nil
+}
+
+func (l *loop) Describe(r Record) string { return fmt.Sprintf("SMODICE ESS %.0f KL %.3f", r.ESS, r.KL) }
+
+// Checkpoint saves the learners and the estimate of the current weights
+// (recomputed: a pass over the whole set that draws nothing).
+func (l *loop) Checkpoint() (*checkpoint.File, error) {
+	w, err := l.v.Weights()
+	if err != nil {
+		return nil, err
+	}
+	rng, err := l.src.MarshalBinary()
+	if err != nil {
+		return nil, fmt.Errorf("smodice: generator: %w", err)
+	}
+	l.ck.RNG, l.ck.V, l.ck.Pi = rng, l.v.State(), l.pi.State()
+	l.ck.Estimate = estimate(l.d, w, l.ck.Reward, true)
+	return l.ck.file()
+}
+
+func (l *loop) Plot(dir string) error { return writePlots(dir) }
 
 // estimate summarises the weights w of one iteration; the successor
 // features (an N x features pass) only when withPsi is set, for checkpoints.
-func (d *Data) estimate(w []float64, reward []float32, withPsi bool) Estimate {
-	est := Estimate{Weights: dice.Summarise(w), ExpertMass: math.NaN()}
-	wr := 0.0
-	for i, wi := range w {
-		wr += wi * float64(reward[i])
-	}
-	est.Constraint = est.Weights.KL - wr
+func estimate(d *prep.Data, w []float64, reward []float32, withPsi bool) Estimate {
+	est := Estimate{Weights: dice.Summarise(w), Constraint: dice.Constraint(w, reward), ExpertMass: math.NaN()}
 	if d.IsExpert != nil {
 		est.ExpertMass, _ = dice.ExpertMass(w, d.IsExpert)
 	}
 	if withPsi {
-		f := d.FeatureDim
-		psi := make([]float64, f)
-		for i, wi := range w {
-			for j, p := range d.Phi[i*f : (i+1)*f] {
-				psi[j] += wi * float64(p)
-			}
-		}
-		est.Psi = make([]float32, f)
-		for j, p := range psi {
-			est.Psi[j] = float32(p)
-		}
+		est.Psi = dice.SuccessorFeatures(w, d.Phi, d.FeatureDim)
 	}
 	return est
 }
 
 // writePlots draws the run's figures from its metrics log.
 func writePlots(dir string) error {
-	s, err := metrics.ReadSeries(filepath.Join(dir, MetricsFile), "value_loss", "policy_loss", "ess", "kl", "constraint")
+	s, err := metrics.ReadSeries(filepath.Join(dir, run.MetricsFile), "value_loss", "policy_loss", "ess", "kl", "constraint")
 	if err != nil {
 		return err
 	}
@@ -370,15 +329,4 @@ func writePlots(dir string) error {
 	return metrics.WritePNG(filepath.Join(dir, KLPlot), "iteration",
 		metrics.Panel{Title: "KL estimate log N + sum w log w", YLabel: "nats", Lines: []metrics.Line{line("KL(d || d_O)", "kl"), line("constraint (KL - E_w r_E)", "constraint")}},
 	)
-}
-
-// holdOut splits n row indices into a training and a held-out part of
-// about frac*n rows (at least one of each when n >= 2 and frac > 0).
-func holdOut(rng *rand.Rand, n int, frac float64) (train, held []int) {
-	perm := rng.Perm(n)
-	k := int(frac * float64(n))
-	if frac > 0 && n >= 2 {
-		k = min(max(k, 1), n-1)
-	}
-	return perm[k:], perm[:k]
 }

@@ -11,9 +11,10 @@ import (
 	"time"
 
 	"github.com/dualforce/dualforce/skills"
+	"github.com/dualforce/dualforce/trainer/datafile/datafiletest"
 	"github.com/dualforce/dualforce/trainer/metrics"
 	"github.com/dualforce/dualforce/trainer/nn"
-	"github.com/dualforce/dualforce/trainer/smodice/smodicetest"
+	"github.com/dualforce/dualforce/trainer/run"
 )
 
 // TestTrainEndToEnd trains on the synthetic task and checks that the
@@ -48,8 +49,8 @@ func TestTrainEndToEnd(t *testing.T) {
 	expertFrac /= n
 	est := ck.Estimate
 	t.Logf("after %d iterations: ESS %.0f of %.0f, max w %.2e, KL %.3f, constraint %.3f, expert mass %.3f (expert share of data %.3f)",
-		ck.DICE.Iteration, est.Weights.ESS, n, est.Weights.Max, est.Weights.KL, est.Constraint, est.ExpertMass, expertFrac)
-	t.Logf("wall time %v for %d discriminator steps and %d iterations", elapsed.Round(time.Millisecond), cfg.DiscSteps, cfg.Iterations)
+		ck.Iteration, est.Weights.ESS, n, est.Weights.Max, est.Weights.KL, est.Constraint, est.ExpertMass, expertFrac)
+	t.Logf("wall time %v for %d discriminator steps and %d iterations", elapsed.Round(time.Millisecond), cfg.DiscSteps, cfg.Run.Iterations)
 	// The KL-regularised optimum with this r_E puts about twice the data's
 	// share on expert transitions (their early states look like everyone's).
 	if est.ExpertMass < 1.5*expertFrac {
@@ -62,11 +63,11 @@ func TestTrainEndToEnd(t *testing.T) {
 	// On the states of the expert's offline episodes (most far from the
 	// target, where the expert acts hard) the policy's mode is close to the
 	// expert's action.
-	pi, err := ck.Policy()
+	_, pi, err := ck.Policy()
 	if err != nil {
 		t.Fatal(err)
 	}
-	off, _ := smodicetest.Datasets(t, smodicetest.Small, 1)
+	off, _ := datafiletest.Datasets(t, datafiletest.Small, 1)
 	dim := d.Offline.ObsDim
 	var states []float32
 	var rawRows []int
@@ -87,7 +88,7 @@ func TestTrainEndToEnd(t *testing.T) {
 			q[j] = float64(raw[jp.Offset+j])
 		}
 		for j := range q {
-			want := smodicetest.ExpertAction(q, j)
+			want := datafiletest.ExpertAction(q, j)
 			errPolicy += math.Abs(float64(acts[r*skills.NumJoints+j]) - want)
 			errZero += math.Abs(want)
 		}
@@ -99,7 +100,7 @@ func TestTrainEndToEnd(t *testing.T) {
 		t.Errorf("policy does not imitate the expert: error %.3f vs %.3f", errPolicy, errZero)
 	}
 
-	s, err := metrics.ReadSeries(filepath.Join(dir, MetricsFile), "ess", "disc_accuracy", "expert_mass", "seconds")
+	s, err := metrics.ReadSeries(filepath.Join(dir, run.MetricsFile), "ess", "disc_accuracy", "expert_mass", "seconds")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,20 +109,20 @@ func TestTrainEndToEnd(t *testing.T) {
 		perIter += v
 	}
 	t.Logf("DICE iterations (value step, whole-set weights, policy step; batch %d, 64-64 networks): %.2f ms each on average",
-		cfg.DICE.Batch, 1e3*perIter/float64(len(s.Values["seconds"])))
-	if len(s.Iteration) != cfg.Iterations || s.Iteration[0] != 1 || s.Values["disc_accuracy"][7] != float64(rep.HeldOutAccuracy) {
+		cfg.Value.Batch, 1e3*perIter/float64(len(s.Values["seconds"])))
+	if len(s.Iteration) != cfg.Run.Iterations || s.Iteration[0] != 1 || s.Values["disc_accuracy"][7] != float64(rep.HeldOutAccuracy) {
 		t.Errorf("metrics log has %d lines", len(s.Iteration))
 	}
-	for _, f := range []string{CheckpointFile, MetricsFile, DiscFile, LossesPlot, ESSPlot, KLPlot} {
+	for _, f := range []string{run.CheckpointFile, run.MetricsFile, DiscFile, LossesPlot, ESSPlot, KLPlot} {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
 			t.Errorf("run file %s: %v", f, err)
 		}
 	}
-	back, err := ReadCheckpoint(filepath.Join(dir, CheckpointFile))
+	back, err := Read(filepath.Join(dir, run.CheckpointFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if back.DICE.Iteration != cfg.Iterations || !slices.Equal(back.DICE.Policy, ck.DICE.Policy) {
+	if back.Iteration != cfg.Run.Iterations || !slices.Equal(back.Pi.Params, ck.Pi.Params) {
 		t.Fatal("checkpoint on disk differs from the returned one")
 	}
 }
@@ -132,18 +133,18 @@ func TestTrainEndToEnd(t *testing.T) {
 // checked in TestResumeRefusesAnotherRun.
 func TestResumeIsBitIdentical(t *testing.T) {
 	// A small set: the whole-set weight pass dominates these short steps.
-	d := preparedSized(t, smodicetest.Sizes{Expert: 3, Random: 6, Drift: 2, ExpertSet: 3}, 2)
+	d := preparedSized(t, datafiletest.Sizes{Expert: 3, Random: 6, Drift: 2, ExpertSet: 3}, 2)
 	cfg := testConfig()
-	cfg.DiscSteps, cfg.Iterations, cfg.CheckpointEvery = 50, 2000, 300
-	cfg.DICE.Batch, cfg.DICE.InitBatch = 64, 32
-	cfg.DICE.ValueHidden, cfg.DICE.PolicyHidden = []int{32, 32}, []int{32, 32}
+	cfg.DiscSteps, cfg.Run = 50, run.Settings{Iterations: 2000, CheckpointEvery: 300}
+	cfg.Value.Batch, cfg.Value.InitBatch, cfg.Policy.Batch = 64, 32, 64
+	cfg.Value.Hidden, cfg.Policy.Hidden = []int{32, 32}, []int{32, 32}
 
 	straight := train(t, d, cfg, t.TempDir(), false)
 
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	_, err := Train(ctx, d, cfg, Options{Dir: dir, Quiet: true, Observe: func(r Record) {
+	_, err := Train(ctx, d, cfg, Options{Options: run.Options{Dir: dir, Quiet: true}, Observe: func(r Record) {
 		if r.Iteration == 1000 {
 			cancel()
 		}
@@ -151,12 +152,12 @@ func TestResumeIsBitIdentical(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled run returned %v", err)
 	}
-	ck, err := ReadCheckpoint(filepath.Join(dir, CheckpointFile))
-	if err != nil || ck.DICE.Iteration != 1000 {
-		t.Fatalf("checkpoint after cancel: %v, %v", ck.DICE.Iteration, err)
+	ck, err := Read(filepath.Join(dir, run.CheckpointFile))
+	if err != nil || ck.Iteration != 1000 {
+		t.Fatalf("checkpoint after cancel: %v, %v", ck.Iteration, err)
 	}
 	same(t, "1k + resume + 1k", straight, train(t, d, cfg, dir, true))
-	s, err := metrics.ReadSeries(filepath.Join(dir, MetricsFile))
+	s, err := metrics.ReadSeries(filepath.Join(dir, run.MetricsFile))
 	if err != nil || len(s.Iteration) != 2000 || s.Iteration[1999] != 2000 {
 		t.Fatalf("resumed metrics log: %d lines, %v", len(s.Iteration), err)
 	}
@@ -164,42 +165,42 @@ func TestResumeIsBitIdentical(t *testing.T) {
 
 func same(t *testing.T, name string, a, b *Checkpoint) {
 	t.Helper()
-	if a.DICE.Iteration != b.DICE.Iteration || !slices.Equal(a.DICE.Policy, b.DICE.Policy) ||
-		!slices.Equal(a.DICE.Value, b.DICE.Value) || !slices.Equal(a.DICE.PolicyAdam.V, b.DICE.PolicyAdam.V) ||
-		!slices.Equal(a.DICE.RNG, b.DICE.RNG) || !slices.Equal(a.Estimate.Psi, b.Estimate.Psi) {
+	if a.Iteration != b.Iteration || !slices.Equal(a.Pi.Params, b.Pi.Params) ||
+		!slices.Equal(a.V.Params, b.V.Params) || !slices.Equal(a.Pi.Adam.V, b.Pi.Adam.V) ||
+		!slices.Equal(a.RNG, b.RNG) || !slices.Equal(a.Estimate.Psi, b.Estimate.Psi) {
 		t.Fatalf("%s: weights differ from the straight run", name)
 	}
-	t.Logf("%s: %d policy and %d value parameters identical at iteration %d", name, len(a.DICE.Policy), len(a.DICE.Value), a.DICE.Iteration)
+	t.Logf("%s: %d policy and %d value parameters identical at iteration %d", name, len(a.Pi.Params), len(a.V.Params), a.Iteration)
 }
 
 func TestResumeRefusesAnotherRun(t *testing.T) {
 	d := prepared(t, 3)
 	cfg := testConfig()
-	cfg.DiscSteps, cfg.Iterations = 20, 5
+	cfg.DiscSteps, cfg.Run.Iterations = 20, 5
 	dir := t.TempDir()
 	train(t, d, cfg, dir, false)
 
-	if _, err := Train(context.Background(), d, cfg, Options{Dir: dir, Quiet: true}); !errors.Is(err, ErrRunExists) {
+	if _, err := Train(context.Background(), d, cfg, Options{Options: run.Options{Dir: dir, Quiet: true}}); !errors.Is(err, run.ErrRunExists) {
 		t.Errorf("second run into the same directory: %v, want ErrRunExists", err)
 	}
 	other := cfg
-	other.DICE.PolicyLR *= 2
-	if _, err := Train(context.Background(), d, other, Options{Dir: dir, Resume: true, Quiet: true}); !errors.Is(err, ErrResumeMismatch) {
+	other.Policy.LR *= 2
+	if _, err := Train(context.Background(), d, other, Options{Options: run.Options{Dir: dir, Resume: true, Quiet: true}}); !errors.Is(err, run.ErrResumeMismatch) {
 		t.Errorf("resume with another learning rate: %v, want ErrResumeMismatch", err)
 	}
-	if _, err := Train(context.Background(), prepared(t, 4), cfg, Options{Dir: dir, Resume: true, Quiet: true}); !errors.Is(err, ErrResumeMismatch) {
+	if _, err := Train(context.Background(), prepared(t, 4), cfg, Options{Options: run.Options{Dir: dir, Resume: true, Quiet: true}}); !errors.Is(err, run.ErrResumeMismatch) {
 		t.Errorf("resume on other data: %v, want ErrResumeMismatch", err)
 	}
 	shorter := cfg
-	shorter.Iterations = 3
-	if _, err := Train(context.Background(), d, shorter, Options{Dir: dir, Resume: true, Quiet: true}); !errors.Is(err, ErrResumeMismatch) {
+	shorter.Run.Iterations = 3
+	if _, err := Train(context.Background(), d, shorter, Options{Options: run.Options{Dir: dir, Resume: true, Quiet: true}}); !errors.Is(err, run.ErrResumeMismatch) {
 		t.Errorf("resume past the end: %v, want ErrResumeMismatch", err)
 	}
 	longer := cfg
-	longer.Iterations = 8
+	longer.Run.Iterations = 8
 	same(t, "5 + extended to 8", train(t, d, longer, t.TempDir(), false), train(t, d, longer, dir, true))
 	// A fresh directory with resume set simply starts.
-	if ck := train(t, d, cfg, t.TempDir(), true); ck.DICE.Iteration != 5 {
-		t.Errorf("resume into an empty directory ends at %d", ck.DICE.Iteration)
+	if ck := train(t, d, cfg, t.TempDir(), true); ck.Iteration != 5 {
+		t.Errorf("resume into an empty directory ends at %d", ck.Iteration)
 	}
 }

@@ -1,8 +1,8 @@
-// Package smodicetest makes small synthetic datasets in the locomotion48
-// layout for tests of the SMODICE pipeline and its command line: valid
+// Package datafiletest makes small synthetic datasets in the locomotion48
+// layout for tests of the trainer and its command line: valid
 // datafile archives whose expert is easy to tell apart, so training on them
 // takes seconds and has a known right answer.
-package smodicetest
+package datafiletest
 
 import (
 	"math"

@@ -1,4 +1,4 @@
-package smodice
+package prep
 
 import (
 	"errors"
@@ -7,8 +7,8 @@ import (
 
 	"github.com/dualforce/dualforce/skills"
 	"github.com/dualforce/dualforce/trainer/datafile"
+	"github.com/dualforce/dualforce/trainer/datafile/datafiletest"
 	"github.com/dualforce/dualforce/trainer/dataset"
-	"github.com/dualforce/dualforce/trainer/smodice/smodicetest"
 )
 
 // TestBadInputIsRefusedBeforeTraining: every defect of the inputs is a
@@ -80,13 +80,16 @@ func TestBadInputIsRefusedBeforeTraining(t *testing.T) {
 			of[0] = -1
 			in.Behaviours = &Behaviours{Names: in.Behaviours.Names, Of: of}
 		}, ErrBehaviours},
+		{"features of another task", "locomotion", nil, func(in *Inputs) {
+			in.Contract.Features.Fields = []string{skills.FieldBaseLinVel, skills.FieldBaseAngVel}
+		}, ErrTaskMismatch},
 		{"contract over the link's gain ceiling", "locomotion", nil, func(in *Inputs) {
 			in.Contract.Kp = 100
 		}, ErrContract},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			o, e := smodicetest.Datasets(t, smodicetest.Sizes{Expert: 2, Random: 2, Drift: 1, ExpertSet: 2}, 9)
+			o, e := datafiletest.Datasets(t, datafiletest.Sizes{Expert: 2, Random: 2, Drift: 1, ExpertSet: 2}, 9)
 			if tc.files != nil {
 				tc.files(o, e)
 			}
@@ -136,7 +139,15 @@ func checkError(t *testing.T, err error, target any) {
 }
 
 func TestPrepareStandardises(t *testing.T) {
-	d := prepared(t, 5)
+	off, exp := datafiletest.Datasets(t, datafiletest.Small, 5)
+	in, err := FromFiles("locomotion", off, exp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Prepare(in)
+	if err != nil {
+		t.Fatal(err)
+	}
 	dim, n := d.Offline.ObsDim, d.Offline.Len()
 	jp, _ := d.Contract.Layout.Field(skills.FieldJointPos)
 	for _, j := range []int{0, jp.Offset + 3, dim - 1} {
@@ -169,7 +180,6 @@ func TestPrepareStandardises(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	off, _ := smodicetest.Datasets(t, smodicetest.Small, 5)
 	got := make([]float32, f)
 	if err := proj.Project(off.Data.Obs[7*dim:8*dim], got); err != nil {
 		t.Fatal(err)

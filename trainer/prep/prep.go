@@ -1,4 +1,4 @@
-package smodice
+package prep
 
 import (
 	"crypto/sha256"
@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"math"
+	"slices"
 	"unsafe"
 
 	"github.com/dualforce/dualforce/skills"
@@ -14,39 +14,77 @@ import (
 	"github.com/dualforce/dualforce/trainer/dataset"
 )
 
-// Task names and the observation layout each is collected and trained in.
+// Task names.
 const (
 	TaskLocomotion = "locomotion"
 	TaskNavigation = "navigation"
 )
 
-var taskLayouts = map[string]string{
-	TaskLocomotion: skills.LayoutLocomotion48,
-	TaskNavigation: skills.LayoutNavigation171,
+// Task is what the trainer knows of a task: the observation layout its data
+// are collected and trained in, the diversity features phi (fields of that
+// layout), and the task's defaults for the diversity algorithms.
+type Task struct {
+	Name   string
+	Layout string
+	// Features are the fields phi projects onto (skills.DefaultFeatureFields).
+	Features []string
+	// L0 and Eps are Dual-Force's distance scale and constraint bound
+	// (spec/dualforce.md, paper settings).
+	L0, Eps float64
+}
+
+// Tasks is the registry of tasks by name.
+var Tasks = map[string]Task{
+	TaskLocomotion: {Name: TaskLocomotion, Layout: skills.LayoutLocomotion48, L0: 6, Eps: 4},
+	TaskNavigation: {Name: TaskNavigation, Layout: skills.LayoutNavigation171, L0: 4, Eps: 1},
+}
+
+func init() {
+	for name, t := range Tasks {
+		fields, err := skills.DefaultFeatureFields(t.Layout)
+		if err != nil {
+			panic("prep: task " + name + ": " + err.Error())
+		}
+		t.Features = fields
+		Tasks[name] = t
+	}
+}
+
+// LookupTask returns the registry's task name.
+func LookupTask(name string) (Task, error) {
+	t, ok := Tasks[name]
+	if !ok {
+		return Task{}, fmt.Errorf("%w: %q (want %q or %q)", ErrUnknownTask, name, TaskLocomotion, TaskNavigation)
+	}
+	return t, nil
 }
 
 // Errors of the checks run before training.
 var (
 	// ErrUnknownTask reports a task name other than TaskLocomotion and
 	// TaskNavigation.
-	ErrUnknownTask = errors.New("smodice: unknown task")
+	ErrUnknownTask = errors.New("prep: unknown task")
 	// ErrTaskMismatch reports a dataset recorded for another task, or in
 	// another observation layout, than the one requested.
-	ErrTaskMismatch = errors.New("smodice: dataset does not match the task")
+	ErrTaskMismatch = errors.New("prep: dataset does not match the task")
 	// ErrContract reports a contract that does not fit the data it came with.
-	ErrContract = errors.New("smodice: contract does not fit the data")
+	ErrContract = errors.New("prep: contract does not fit the data")
 )
 
-// CheckTask reports whether layout is the observation layout of task.
-func CheckTask(task string, layout skills.Layout) error {
-	want, ok := taskLayouts[task]
-	if !ok {
-		return fmt.Errorf("%w: %q (want %q or %q)", ErrUnknownTask, task, TaskLocomotion, TaskNavigation)
+// CheckTask reports whether c is a contract of task: its observation
+// layout and its feature fields are the task's.
+func CheckTask(task string, c skills.Contract) error {
+	t, err := LookupTask(task)
+	if err != nil {
+		return err
 	}
-	if layout.Name != want {
-		return fmt.Errorf("%w: task %q trains on layout %q, the dataset is in %q", ErrTaskMismatch, task, want, layout.Name)
+	if c.Layout.Name != t.Layout {
+		return fmt.Errorf("%w: task %q trains on layout %q, the dataset is in %q", ErrTaskMismatch, task, t.Layout, c.Layout.Name)
 	}
-	return skills.CheckFeedable(layout)
+	if !slices.Equal(c.Features.Fields, t.Features) {
+		return fmt.Errorf("%w: task %q projects phi onto %q, the contract onto %q", ErrTaskMismatch, task, t.Features, c.Features.Fields)
+	}
+	return skills.CheckFeedable(c.Layout)
 }
 
 // Inputs are the datasets as loaded, before any statistics are fitted.
@@ -75,7 +113,7 @@ type Behaviours struct {
 }
 
 // ErrBehaviours reports behaviour labels that do not fit the data.
-var ErrBehaviours = errors.New("smodice: behaviour labels do not fit the data")
+var ErrBehaviours = errors.New("prep: behaviour labels do not fit the data")
 
 func (b *Behaviours) check(n int) error {
 	if len(b.Of) != n {
@@ -115,8 +153,8 @@ func FromFiles(task string, offline *datafile.Offline, expert *datafile.Expert) 
 	if task == "" {
 		task = m.Task
 	}
-	if _, ok := taskLayouts[task]; !ok {
-		return Inputs{}, fmt.Errorf("%w: %q (want %q or %q)", ErrUnknownTask, task, TaskLocomotion, TaskNavigation)
+	if _, err := LookupTask(task); err != nil {
+		return Inputs{}, err
 	}
 	if m.Task != task {
 		return Inputs{}, fmt.Errorf("%w: offline dataset was recorded for task %q, not %q", ErrTaskMismatch, m.Task, task)
@@ -174,7 +212,7 @@ type Data struct {
 // standardises them.
 func Prepare(in Inputs) (*Data, error) {
 	if in.Offline == nil {
-		return nil, fmt.Errorf("smodice: no offline dataset: %w", dataset.ErrEmptyOffline)
+		return nil, fmt.Errorf("prep: no offline dataset: %w", dataset.ErrEmptyOffline)
 	}
 	if in.Expert != nil {
 		if err := dataset.CheckPair(in.Offline, in.Expert); err != nil {
@@ -184,7 +222,7 @@ func Prepare(in Inputs) (*Data, error) {
 		return nil, err
 	}
 	c := in.Contract
-	if err := CheckTask(in.Task, c.Layout); err != nil {
+	if err := CheckTask(in.Task, c); err != nil {
 		return nil, err
 	}
 	if err := c.Validate(); err != nil {
@@ -317,6 +355,3 @@ func putBools(h hash.Hash, x []bool) {
 	}
 	h.Write(b)
 }
-
-// nonFinite reports whether v is NaN or infinite.
-func nonFinite(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }

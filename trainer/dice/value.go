@@ -1,0 +1,265 @@
+package dice
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/dualforce/dualforce/trainer/dataset"
+	"github.com/dualforce/dualforce/trainer/nn"
+)
+
+// ValueConfig sets up a Value learner. DefaultValueConfig gives the
+// project's values.
+type ValueConfig struct {
+	Gamma float64 `json:"gamma"`
+	// Hidden are the hidden widths; empty makes V linear in the observation
+	// (tabular for one-hot states).
+	Hidden     []int         `json:"hidden"`
+	Activation nn.Activation `json:"activation"`
+	LR         float64       `json:"lr"`
+	// Batch is the number of transitions per step, InitBatch the number of
+	// initial states.
+	Batch     int `json:"batch"`
+	InitBatch int `json:"init_batch"`
+	// ChunkRows bounds the rows per forward pass of the whole-set pass.
+	ChunkRows int `json:"chunk_rows"`
+	// Latent is the width of the latent z that conditions V(s, z); 0 for an
+	// unconditioned V.
+	Latent int `json:"latent"`
+}
+
+// DefaultValueConfig is gamma 0.99, 256-256 ReLU, Adam 3e-4, batch 8192.
+func DefaultValueConfig() ValueConfig {
+	return ValueConfig{
+		Gamma: 0.99, Hidden: []int{256, 256}, Activation: nn.ReLU, LR: 3e-4,
+		Batch: 8192, InitBatch: 8192, ChunkRows: 8192,
+	}
+}
+
+// ErrConfig reports an unusable configuration.
+var ErrConfig = errors.New("dice: bad configuration")
+
+// ErrRewardLength reports a reward column that does not have one value per
+// transition.
+var ErrRewardLength = errors.New("dice: reward length differs from the number of transitions")
+
+// Value learns V(s[, z]) by the KL dual on one offline set, with a reward
+// set per iteration (SetReward), and gives the whole-set weights. It is not
+// safe for concurrent use; independent learners may run side by side.
+type Value struct {
+	cfg    ValueConfig
+	data   *dataset.Offline
+	reward []float32
+	init   []int
+	rng    *rand.Rand
+
+	V   *nn.Conditioned[float32]
+	opt *nn.Adam[float32]
+
+	// nextIsRow[i] says that transition i's next observation is transition
+	// i+1's observation (every step inside an episode), so the weight pass
+	// reuses V(s_{i+1}) instead of evaluating V on it a second time.
+	nextIsRow []bool
+	vObs      []float32 // V on every observation, from the weight pass
+	gather    []float32 // next observations the weight pass evaluates itself
+	gatherIdx []int
+
+	tape       nn.Tape[float32]
+	in, dV     []float32
+	r, notDone []float32
+	deltaBatch []float64
+	delta, w   []float64
+}
+
+// NewValue validates the data and builds a fresh network, drawing its
+// initial parameters and, later, its batches from rng. Initial states are
+// the episode starts of data. The reward must be set before the first step.
+func NewValue(data *dataset.Offline, cfg ValueConfig, rng *rand.Rand) (*Value, error) {
+	if cfg.Gamma <= 0 || cfg.Gamma >= 1 || cfg.LR <= 0 || cfg.Batch <= 0 || cfg.InitBatch <= 0 || cfg.ChunkRows <= 0 || cfg.Latent < 0 {
+		return nil, fmt.Errorf("%w: %+v", ErrConfig, cfg)
+	}
+	if err := data.Validate(); err != nil {
+		return nil, err
+	}
+	v, err := nn.NewConditioned[float32](rng, append(append([]int{data.ObsDim}, cfg.Hidden...), 1), cfg.Latent, cfg.Activation, nn.Identity)
+	if err != nil {
+		return nil, fmt.Errorf("dice: value network: %w", err)
+	}
+	n, b, b0, d := data.Len(), cfg.Batch, cfg.InitBatch, data.ObsDim
+	return &Value{
+		cfg: cfg, data: data, init: data.InitialStates(), rng: rng,
+		V: v, opt: v.NewOptimiser(cfg.LR),
+		in: make([]float32, (2*b+b0)*d), dV: make([]float32, 2*b+b0),
+		r: make([]float32, b), notDone: make([]float32, b), deltaBatch: make([]float64, b),
+		delta: make([]float64, n), w: make([]float64, n),
+		nextIsRow: chainedRows(data), vObs: make([]float32, n),
+		gather: make([]float32, cfg.ChunkRows*d), gatherIdx: make([]int, 0, cfg.ChunkRows),
+	}, nil
+}
+
+// SetReward sets R for the steps and weight passes that follow: one finite
+// value per transition. The learner keeps reward (it does not copy it).
+func (v *Value) SetReward(reward []float32) error {
+	if len(reward) != v.data.Len() {
+		return fmt.Errorf("%w: %d rewards for %d transitions", ErrRewardLength, len(reward), v.data.Len())
+	}
+	if err := dataset.CheckFinite("reward", reward, 1); err != nil {
+		return err
+	}
+	v.reward = reward
+	return nil
+}
+
+// SetLatent sets z for the steps and weight passes that follow.
+func (v *Value) SetLatent(z []float32) error { return v.V.SetLatent(z) }
+
+// chainedRows reports for every transition whether its next observation is,
+// bit for bit, the observation of the transition that follows it.
+func chainedRows(data *dataset.Offline) []bool {
+	n, d := data.Len(), data.ObsDim
+	chained := make([]bool, n)
+	for i := range n - 1 {
+		chained[i] = slices.Equal(data.NextObs[i*d:(i+1)*d], data.Obs[(i+1)*d:(i+2)*d])
+	}
+	return chained
+}
+
+// dualLoss returns L = (1-gamma) mean_j v0_j + log mean_b exp(delta_b) with
+// delta_b = r_b + gamma notDone_b vNext_b - v_b (delta is written to delta),
+// and its gradient. With p = softmax(delta) over the batch,
+//
+//	dL/dv_b = -p_b,  dL/dvNext_b = gamma notDone_b p_b,  dL/dv0_j = (1-gamma)/B0.
+func dualLoss[T nn.Float](gamma float64, r, notDone, v, vNext, v0 []T, delta []float64, gv, gvNext, gv0 []T) float64 {
+	for b := range v {
+		delta[b] = float64(r[b]) + gamma*float64(notDone[b])*float64(vNext[b]) - float64(v[b])
+	}
+	lme := nn.LogMeanExp(delta)
+	for b, db := range delta {
+		p := math.Exp(db-lme) / float64(len(delta))
+		gv[b] = T(-p)
+		gvNext[b] = T(gamma * float64(notDone[b]) * p)
+	}
+	mean0 := 0.0
+	for _, x := range v0 {
+		mean0 += float64(x)
+	}
+	mean0 /= float64(len(v0))
+	for j := range gv0 {
+		gv0[j] = T((1 - gamma) / float64(len(v0)))
+	}
+	return (1-gamma)*mean0 + lme
+}
+
+// gatherObs copies row i of src into row row of dst.
+func gatherObs(dst, src []float32, d, i, row int) {
+	copy(dst[row*d:(row+1)*d], src[i*d:(i+1)*d])
+}
+
+// ErrNoReward reports a step or weight pass before SetReward.
+var ErrNoReward = errors.New("dice: no reward set")
+
+// Step takes one Adam step on the dual objective with Batch transitions and
+// InitBatch initial states drawn uniformly with replacement, and returns
+// the batch loss.
+func (v *Value) Step() (float64, error) {
+	if v.reward == nil {
+		return 0, ErrNoReward
+	}
+	b, b0, d := v.cfg.Batch, v.cfg.InitBatch, v.data.ObsDim
+	for k := range b {
+		i := v.rng.IntN(v.data.Len())
+		gatherObs(v.in, v.data.Obs, d, i, k)
+		gatherObs(v.in, v.data.NextObs, d, i, b+k)
+		v.r[k] = v.reward[i]
+		v.notDone[k] = 1
+		if v.data.Terminal[i] {
+			v.notDone[k] = 0
+		}
+	}
+	for k := range b0 {
+		gatherObs(v.in, v.data.Obs, d, v.init[v.rng.IntN(len(v.init))], 2*b+k)
+	}
+	net := v.V.Net
+	net.ZeroGrad()
+	out := net.Forward(&v.tape, v.in[:(2*b+b0)*d], 2*b+b0)
+	loss := dualLoss(v.cfg.Gamma, v.r, v.notDone, out[:b], out[b:2*b], out[2*b:], v.deltaBatch,
+		v.dV[:b], v.dV[b:2*b], v.dV[2*b:])
+	net.Backward(&v.tape, v.dV, nil)
+	v.V.Step(v.opt)
+	return loss, nil
+}
+
+// Weights computes delta for every transition of the set and returns
+// w = softmax(delta) over the whole set. V is evaluated in chunks of
+// ChunkRows: once on every observation, and on a next observation only
+// where it is not the following transition's observation (episode ends).
+// The slice is the learner's and is overwritten by the next call.
+func (v *Value) Weights() ([]float64, error) {
+	if v.reward == nil {
+		return nil, ErrNoReward
+	}
+	n, d, g := v.data.Len(), v.data.ObsDim, v.cfg.Gamma
+	net := v.V.Net
+	for start := 0; start < n; start += v.cfg.ChunkRows {
+		rows := min(v.cfg.ChunkRows, n-start)
+		copy(v.vObs[start:], net.Forward(&v.tape, v.data.Obs[start*d:(start+rows)*d], rows))
+	}
+	setDelta := func(i int, vNext float32) {
+		notDone := 1.0
+		if v.data.Terminal[i] {
+			notDone = 0
+		}
+		v.delta[i] = float64(v.reward[i]) + g*notDone*float64(vNext) - float64(v.vObs[i])
+	}
+	flush := func() {
+		if len(v.gatherIdx) == 0 {
+			return
+		}
+		vNext := net.Forward(&v.tape, v.gather[:len(v.gatherIdx)*d], len(v.gatherIdx))
+		for k, i := range v.gatherIdx {
+			setDelta(i, vNext[k])
+		}
+		v.gatherIdx = v.gatherIdx[:0]
+	}
+	for i := range n {
+		if v.nextIsRow[i] {
+			setDelta(i, v.vObs[i+1])
+			continue
+		}
+		gatherObs(v.gather, v.data.NextObs, d, i, len(v.gatherIdx))
+		v.gatherIdx = append(v.gatherIdx, i)
+		if len(v.gatherIdx) == v.cfg.ChunkRows {
+			flush()
+		}
+	}
+	flush()
+	nn.Softmax(v.delta, v.w)
+	return v.w, nil
+}
+
+// Delta returns the TD residuals of the last Weights call (the learner's
+// slice).
+func (v *Value) Delta() []float64 { return v.delta }
+
+// ErrDiverged reports weights that are no longer a distribution: the value
+// network's outputs overflowed or became NaN.
+var ErrDiverged = errors.New("dice: training diverged")
+
+// CheckWeights reports whether w is a distribution (non-negative, finite,
+// summing to 1 within rounding), wrapping ErrDiverged if not.
+func CheckWeights(w []float64) error {
+	sum := 0.0
+	for i, x := range w {
+		if !(x >= 0) || math.IsInf(x, 0) {
+			return fmt.Errorf("%w: w[%d] = %v", ErrDiverged, i, x)
+		}
+		sum += x
+	}
+	if math.Abs(sum-1) > 1e-6 {
+		return fmt.Errorf("%w: weights sum to %v", ErrDiverged, sum)
+	}
+	return nil
+}

@@ -1,0 +1,212 @@
+// Package wbc owns weighted behaviour cloning, the policy learner every
+// algorithm of the trainer shares (SMODICE-expert, Dual-Force, DOI, plain
+// BC): a tanh-squashed Gaussian policy pi(a | s[, z]) fitted to the offline
+// actions by maximising sum_i w_i log pi(a_i | s_i, z) for weights w over the
+// whole offline set. Batches are drawn with probability w (importance
+// resampling) and every drawn sample counts once. An optional latent z is
+// folded into the first layer's bias (nn.Conditioned), as the bank's
+// skills.Policy does at deployment.
+package wbc
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/dualforce/dualforce/trainer/dataset"
+	"github.com/dualforce/dualforce/trainer/nn"
+)
+
+// Config sets up a Learner. DefaultConfig gives the project's values.
+type Config struct {
+	Hidden     []int         `json:"hidden"`
+	Activation nn.Activation `json:"activation"`
+	LR         float64       `json:"lr"`
+	// Batch is the number of transitions per step.
+	Batch int `json:"batch"`
+	// Latent is the width of the latent z that conditions pi(a | s, z); 0
+	// for an unconditioned policy.
+	Latent int `json:"latent"`
+}
+
+// DefaultConfig is 256-256 ReLU, Adam 3e-4, batch 8192 (SMODICE's policy).
+func DefaultConfig() Config {
+	return Config{Hidden: []int{256, 256}, Activation: nn.ReLU, LR: 3e-4, Batch: 8192}
+}
+
+// ErrConfig reports an unusable configuration.
+var ErrConfig = errors.New("wbc: bad configuration")
+
+// ErrWeights reports weights Step cannot draw from.
+var ErrWeights = errors.New("wbc: unusable weights")
+
+// Learner fits one policy. It is not safe for concurrent use; independent
+// learners may run side by side.
+type Learner struct {
+	cfg  Config
+	data *dataset.Offline
+	rng  *rand.Rand
+
+	Net *nn.Conditioned[float32]
+	// Pi is the policy head on Net.Net (observations only; the latent is
+	// folded into the first layer's bias).
+	Pi  *nn.SquashedGaussian[float32]
+	opt *nn.Adam[float32]
+
+	u, logJac  []float32 // unsquashed dataset actions
+	cdf        []float64 // cumulative weights (SetWeights)
+	tape       nn.Tape[float32]
+	obs, act   []float32
+	jac, unitW []float32
+}
+
+// New validates the data and builds a fresh policy, drawing its initial
+// parameters and, later, its batches from rng. A new learner draws
+// uniformly (plain behaviour cloning) until SetWeights.
+func New(data *dataset.Offline, cfg Config, rng *rand.Rand) (*Learner, error) {
+	if cfg.LR <= 0 || cfg.Batch <= 0 || cfg.Latent < 0 {
+		return nil, fmt.Errorf("%w: %+v", ErrConfig, cfg)
+	}
+	if err := data.Validate(); err != nil {
+		return nil, err
+	}
+	sizes := append(append([]int{data.ObsDim}, cfg.Hidden...), 2*data.ActDim)
+	net, err := nn.NewConditioned[float32](rng, sizes, cfg.Latent, cfg.Activation, nn.Identity)
+	if err != nil {
+		return nil, fmt.Errorf("wbc: policy network: %w", err)
+	}
+	n, b := data.Len(), cfg.Batch
+	l := &Learner{
+		cfg: cfg, data: data, rng: rng,
+		Net: net, Pi: &nn.SquashedGaussian[float32]{Net: net.Net, ActDim: data.ActDim}, opt: net.NewOptimiser(cfg.LR),
+		u: make([]float32, len(data.Act)), logJac: make([]float32, n), cdf: make([]float64, n),
+		obs: make([]float32, b*data.ObsDim), act: make([]float32, b*data.ActDim),
+		jac: make([]float32, b), unitW: make([]float32, b),
+	}
+	nn.Unsquash(data.Act, data.ActDim, l.u, l.logJac)
+	for k := range l.unitW {
+		l.unitW[k] = 1 / float32(b) // every drawn sample counts once: see Step
+	}
+	for i := range l.cdf {
+		l.cdf[i] = float64(i + 1) // uniform draws until SetWeights
+	}
+	return l, nil
+}
+
+// SetLatent sets z for the steps that follow.
+func (l *Learner) SetLatent(z []float32) error { return l.Net.SetLatent(z) }
+
+// SetWeights fixes the distribution Step draws transitions from: w over
+// the whole set (non-negative, not all zero; it need not sum to 1). The
+// learner keeps its cumulative sums, not w. On error the distribution is
+// unchanged.
+func (l *Learner) SetWeights(w []float64) error {
+	if len(w) != l.data.Len() {
+		return fmt.Errorf("%w: %d weights for %d transitions", ErrWeights, len(w), l.data.Len())
+	}
+	sum := 0.0
+	for i, x := range w {
+		if !(x >= 0) || math.IsInf(x, 0) {
+			return fmt.Errorf("%w: w[%d] = %v", ErrWeights, i, x)
+		}
+		sum += x
+	}
+	if !(sum > 0) || math.IsInf(sum, 0) {
+		return fmt.Errorf("%w: they sum to %v", ErrWeights, sum)
+	}
+	sum = 0
+	for i, x := range w {
+		sum += x
+		l.cdf[i] = sum
+	}
+	return nil
+}
+
+// draw returns a transition drawn with probability w_i / sum w. u is in
+// (0, total], so the first cumulative sum >= u belongs to a transition of
+// positive weight.
+func (l *Learner) draw() int {
+	total := l.cdf[len(l.cdf)-1]
+	u := total * (1 - l.rng.Float64())
+	i, _ := slices.BinarySearch(l.cdf, u)
+	return min(i, len(l.cdf)-1)
+}
+
+// Step takes one Adam step: it draws Batch transitions with probability w
+// (importance resampling) and maximises their mean log-likelihood, an
+// unbiased estimate of sum_{D_O} w log pi(a|s) whose every sample carries
+// weight 1; uniform draws weighted by N w_b would give the same gradient in
+// expectation with a variance that grows as the weights concentrate. It
+// returns the batch loss -(1/B) sum_b log pi(a_b|s_b).
+func (l *Learner) Step() float64 {
+	b, a, d := l.cfg.Batch, l.data.ActDim, l.data.ObsDim
+	for k := range b {
+		i := l.draw()
+		copy(l.obs[k*d:(k+1)*d], l.data.Obs[i*d:(i+1)*d])
+		copy(l.act[k*a:(k+1)*a], l.u[i*a:(i+1)*a])
+		l.jac[k] = l.logJac[i]
+	}
+	l.Net.Net.ZeroGrad()
+	loss := l.Pi.WeightedNLL(&l.tape, l.obs, l.act, l.jac, l.unitW, b)
+	l.Net.Step(l.opt)
+	return loss
+}
+
+// State is everything of a Learner that changes while it trains (the
+// generator is the caller's).
+type State struct {
+	Params           []float32
+	Adam, LatentAdam nn.AdamState[float32]
+}
+
+// State returns a copy of the learner's state.
+func (l *Learner) State() State {
+	return State{Params: l.Net.Params(), Adam: l.opt.State(), LatentAdam: l.Net.LatentAdam()}
+}
+
+// ErrState reports a state that does not fit the learner.
+var ErrState = errors.New("wbc: state does not fit this learner")
+
+// Restore replaces the learner's state with a copy of s. On error the
+// learner is unchanged.
+func (l *Learner) Restore(s State) error {
+	if err := l.Net.Restore(l.opt, s.Params, s.Adam, s.LatentAdam); err != nil {
+		return fmt.Errorf("%w: %w", ErrState, err)
+	}
+	return nil
+}
+
+// ErrParams reports parameters that do not fit the network they are for.
+var ErrParams = errors.New("wbc: parameters do not fit the policy")
+
+// Rebuild builds the policy network of cfg for obsDim -> actDim and loads
+// params (laid out as State's Params). The sizes are checked against
+// len(params) before anything is allocated, so damaged parameters cannot
+// ask for a huge network.
+func Rebuild(obsDim, actDim int, cfg Config, params []float32) (*nn.Conditioned[float32], error) {
+	sizes := append(append([]int{obsDim}, cfg.Hidden...), 2*actDim)
+	if cfg.Latent < 0 || cfg.Latent > len(params) || len(sizes) < 2 || sizes[1] <= 0 || sizes[1] > len(params) {
+		return nil, fmt.Errorf("%w: a %v policy with a %d-value latent does not have %d parameters", ErrParams, sizes, cfg.Latent, len(params))
+	}
+	want := cfg.Latent * sizes[1]
+	for i := 1; i < len(sizes); i++ {
+		in, out := sizes[i-1], sizes[i]
+		if in <= 0 || out <= 0 || in > len(params) || out > len(params) || want+(in+1)*out > len(params) {
+			return nil, fmt.Errorf("%w: a %v policy with a %d-value latent does not have %d parameters", ErrParams, sizes, cfg.Latent, len(params))
+		}
+		want += (in + 1) * out
+	}
+	if want != len(params) {
+		return nil, fmt.Errorf("%w: %d parameters, a %v network with a %d-value latent has %d", ErrParams, len(params), sizes, cfg.Latent, want)
+	}
+	net, err := nn.NewConditioned[float32](rand.New(rand.NewPCG(0, 0)), sizes, cfg.Latent, cfg.Activation, nn.Identity)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrParams, err)
+	}
+	if err := net.SetParams(params); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrParams, err)
+	}
+	return net, nil
+}

@@ -1,0 +1,222 @@
+package wbc
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/dualforce/dualforce/trainer/dataset"
+	"github.com/dualforce/dualforce/trainer/nn"
+)
+
+// pointSet is a small continuous task: a point at x moves by 0.5 a per
+// step; every fifth episode of 50 steps is an expert's, who heads to x = 2
+// (a = clip(2 (2 - x))); the others act uniformly at random.
+func pointSet(n int, seed uint64) (*dataset.Offline, []bool) {
+	rng := rand.New(rand.NewPCG(seed, 99))
+	o := &dataset.Offline{ObsDim: 2, ActDim: 1}
+	isExpert := make([]bool, n)
+	x := 0.0
+	for i := range n {
+		step := i % 50
+		expert := (i/50)%5 == 0
+		if step == 0 {
+			x = 6*rng.Float64() - 3
+		}
+		a := 2*rng.Float64() - 1
+		if expert {
+			a = min(max(2*(2-x), -1), 1)
+		}
+		next := x + 0.5*a + 0.05*rng.NormFloat64()
+		o.Obs = append(o.Obs, float32(x), float32(rng.NormFloat64()))
+		o.NextObs = append(o.NextObs, float32(next), float32(rng.NormFloat64()))
+		o.Act = append(o.Act, float32(a))
+		o.Terminal = append(o.Terminal, false)
+		o.Timeout = append(o.Timeout, step == 49)
+		o.EpisodeStart = append(o.EpisodeStart, step == 0)
+		isExpert[i] = expert
+		x = next
+	}
+	return o, isExpert
+}
+
+func smallConfig() Config {
+	return Config{Hidden: []int{32, 32}, Activation: nn.ReLU, LR: 1e-3, Batch: 256}
+}
+
+func newLearner(t testing.TB, data *dataset.Offline, cfg Config, seed uint64) (*Learner, *rand.PCG) {
+	t.Helper()
+	src := rand.NewPCG(seed, 1)
+	l, err := New(data, cfg, rand.New(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, src
+}
+
+// TestWeightedCloningFollowsTheWeights: with all weight on the expert's
+// transitions the policy acts like the expert there, while uniform weights
+// (plain cloning of the mix) do not.
+func TestWeightedCloningFollowsTheWeights(t *testing.T) {
+	data, isExpert := pointSet(5000, 5)
+	w := make([]float64, len(isExpert))
+	var obs []float32
+	var want []float64
+	for i, e := range isExpert {
+		if e {
+			w[i] = 1
+			if len(want) < 200 {
+				obs = append(obs, data.Obs[2*i:2*i+2]...)
+				want = append(want, float64(data.Act[i]))
+			}
+		}
+	}
+	meanErr := func(l *Learner) float64 {
+		act := make([]float32, len(want))
+		l.Pi.Mode(&nn.Tape[float32]{}, obs, len(want), act)
+		e := 0.0
+		for r, a := range act {
+			e += math.Abs(float64(a)-want[r]) / float64(len(want))
+		}
+		return e
+	}
+	weighted, _ := newLearner(t, data, smallConfig(), 1)
+	if err := weighted.SetWeights(w); err != nil {
+		t.Fatal(err)
+	}
+	uniform, _ := newLearner(t, data, smallConfig(), 1)
+	for range 1500 {
+		weighted.Step()
+		uniform.Step()
+	}
+	ew, eu := meanErr(weighted), meanErr(uniform)
+	t.Logf("mean |a - a_expert| on expert states: weighted %.3f, uniform %.3f", ew, eu)
+	if ew > 0.1 || eu < 2*ew {
+		t.Errorf("weighted cloning error %.3f (uniform %.3f), want <= 0.1 and well below uniform", ew, eu)
+	}
+}
+
+func TestSetWeightsRefusesWhatItCannotDrawFrom(t *testing.T) {
+	data, _ := pointSet(50, 9)
+	l, _ := newLearner(t, data, smallConfig(), 1)
+	ones := func(edit func(w []float64)) []float64 {
+		w := make([]float64, data.Len())
+		for i := range w {
+			w[i] = 1
+		}
+		if edit != nil {
+			edit(w)
+		}
+		return w
+	}
+	for _, c := range []struct {
+		name string
+		w    []float64
+	}{
+		{"short", ones(nil)[:49]},
+		{"negative", ones(func(w []float64) { w[3] = -1e-9 })},
+		{"NaN", ones(func(w []float64) { w[0] = math.NaN() })},
+		{"infinite", ones(func(w []float64) { w[49] = math.Inf(1) })},
+		{"all zero", make([]float64, data.Len())},
+		{"overflowing sum", ones(func(w []float64) { w[0], w[1] = math.MaxFloat64, math.MaxFloat64 })},
+	} {
+		if err := l.SetWeights(c.w); !errors.Is(err, ErrWeights) {
+			t.Errorf("%s: error %v, want ErrWeights", c.name, err)
+		}
+	}
+}
+
+// TestDrawsFollowTheWeights checks the resampling Step uses: a new learner
+// draws uniformly; after SetWeights, transitions of zero weight are never
+// drawn and the others in proportion to their weights; a refused
+// SetWeights leaves the distribution as it was.
+func TestDrawsFollowTheWeights(t *testing.T) {
+	data, _ := pointSet(10, 10)
+	l, _ := newLearner(t, data, smallConfig(), 1)
+	checkDraws := func(when string, w []float64) {
+		t.Helper()
+		const draws = 200000
+		total := 0.0
+		for _, x := range w {
+			total += x
+		}
+		counts := make([]int, len(w))
+		for range draws {
+			counts[l.draw()]++
+		}
+		for i, c := range counts {
+			p := w[i] / total
+			sd := math.Sqrt(draws * p * (1 - p))
+			if math.Abs(float64(c)-draws*p) > 5*sd || (p == 0 && c != 0) {
+				t.Errorf("%s: row %d drawn %d times, want %.0f ± %.0f", when, i, c, draws*p, 5*sd)
+			}
+		}
+	}
+	checkDraws("new learner", []float64{1, 1, 1, 1, 1, 1, 1, 1, 1, 1})
+	w := []float64{0, 1, 0, 2, 0, 0, 4, 0, 0, 3} // the first and last rows included
+	if err := l.SetWeights(w); err != nil {
+		t.Fatal(err)
+	}
+	checkDraws("after SetWeights", w)
+	if err := l.SetWeights([]float64{1, 1, 1, 1, 1, 1, 1, 1, 1, -1}); err == nil {
+		t.Fatal("a negative weight was accepted")
+	}
+	checkDraws("after a refused SetWeights", w)
+}
+
+// TestRestoreContinuesBitIdentically: 6 steps straight and 3 + restore + 3,
+// with a latent, end with the same parameters bit for bit; Rebuild gives
+// the same network back from the parameters.
+func TestRestoreContinuesBitIdentically(t *testing.T) {
+	data, _ := pointSet(500, 3)
+	cfg := smallConfig()
+	cfg.Latent = 3
+	z := []float32{1, 0, -0.5}
+	start := func() (*Learner, *rand.PCG) {
+		l, src := newLearner(t, data, cfg, 4)
+		if err := l.SetLatent(z); err != nil {
+			t.Fatal(err)
+		}
+		return l, src
+	}
+	straight, _ := start()
+	for range 6 {
+		straight.Step()
+	}
+	first, src := start()
+	for range 3 {
+		first.Step()
+	}
+	saved := first.State()
+	rng, _ := src.MarshalBinary()
+	resumed, src2 := start()
+	if err := resumed.Restore(saved); err != nil {
+		t.Fatal(err)
+	}
+	_ = src2.UnmarshalBinary(rng)
+	for range 3 {
+		resumed.Step()
+	}
+	if !slices.Equal(straight.Net.Params(), resumed.Net.Params()) {
+		t.Fatal("resumed parameters differ from the straight run")
+	}
+	back, err := Rebuild(data.ObsDim, data.ActDim, cfg, straight.Net.Params())
+	if err != nil || !slices.Equal(back.Params(), straight.Net.Params()) {
+		t.Fatalf("Rebuild: %v", err)
+	}
+	for _, bad := range []Config{
+		{Hidden: []int{32, 31}, Latent: 3}, {Hidden: []int{32, 32}, Latent: 2}, {Hidden: []int{32, 32}, Latent: 1 << 40},
+		{Hidden: []int{1 << 40}, Latent: 3}, {Hidden: []int{-1}},
+	} {
+		if _, err := Rebuild(data.ObsDim, data.ActDim, bad, straight.Net.Params()); !errors.Is(err, ErrParams) {
+			t.Errorf("Rebuild with %+v: %v, want ErrParams", bad, err)
+		}
+	}
+	s := straight.State()
+	s.Adam.M = s.Adam.M[1:]
+	if err := resumed.Restore(s); !errors.Is(err, ErrState) {
+		t.Errorf("Restore of a short state: %v", err)
+	}
+}
