@@ -125,3 +125,41 @@ func BenchmarkReadBank(b *testing.B) {
 		}
 	}
 }
+
+// matmulBLAS32 is gonum's float32 GEMM, for comparison with the kernels the
+// encoder uses.
+func matmulBLAS32(dst, x, w []float32, n, p int) {
+	m := len(x) / n
+	blas32.Gemm(blas.NoTrans, blas.NoTrans, 1,
+		blas32.General{Rows: m, Cols: n, Stride: n, Data: x},
+		blas32.General{Rows: n, Cols: p, Stride: p, Data: w}, 0,
+		blas32.General{Rows: m, Cols: p, Stride: p, Data: dst})
+}
+
+// The robot path of a new reward: one subset of 32 (state, reward) pairs of
+// locomotion states through the fre.md-sized encoder.
+func BenchmarkFREEncode32(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 3))
+	s := defaultFRESizes(48)
+	enc, err := NewEncoder(randomFRENet(rng, s), 32)
+	if err != nil {
+		b.Fatal(err)
+	}
+	states, rewards := freSet(rng, 32, s.state)
+	plan, _ := BlockPlan(32, 1)
+	z := make([]float32, s.latent)
+	for _, k := range []struct {
+		name string
+		mm   matmul
+	}{{"vek", matmulVek}, {"blas32", matmulBLAS32}, {"go", matmulGo}} {
+		b.Run(k.name, func(b *testing.B) {
+			enc.mm = k.mm
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := enc.EncodeReward(states, rewards, plan, z); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -233,3 +233,45 @@ func matvecGo(dst, w, x []float32) {
 		dst[r] = s
 	}
 }
+
+// matmul sets dst (m x p) to x (m x n) times w (n x p), all row-major, with
+// m = len(x)/n.
+type matmul func(dst, x, w []float32, n, p int)
+
+// defaultMatmul is vek's AVX2 kernel where vek accelerates, else matmulGo.
+var defaultMatmul = func() matmul {
+	if vek.Info().Acceleration {
+		return matmulVek
+	}
+	return matmulGo
+}()
+
+// vekSerialRows: vek multiplies products of fewer than 4 rows on the calling
+// goroutine whatever their size, so chunks of 3 rows never spawn goroutines
+// (which would allocate and contend with the control loop).
+const vekSerialRows = 3
+
+func matmulVek(dst, x, w []float32, n, p int) {
+	m := len(x) / n
+	for r := 0; r < m; r += vekSerialRows {
+		e := min(r+vekSerialRows, m)
+		vek32.MatMul_Into(dst[r*p:e*p], x[r*n:e*n], w, n)
+	}
+}
+
+// matmulGo accumulates each output row as a sum of w's rows scaled by x's
+// entries, so the inner loop runs over contiguous memory.
+func matmulGo(dst, x, w []float32, n, p int) {
+	m := len(x) / n
+	for i := range m {
+		d := dst[i*p : (i+1)*p]
+		clear(d)
+		for k, a := range x[i*n : (i+1)*n] {
+			wk := w[k*p : (k+1)*p]
+			wk = wk[:len(d)]
+			for j, v := range wk {
+				d[j] += a * v
+			}
+		}
+	}
+}
