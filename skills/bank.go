@@ -1,7 +1,6 @@
 package skills
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -10,8 +9,9 @@ import (
 	"strings"
 )
 
-// FormatVersion is the bank format this package writes and reads.
-const FormatVersion = 1
+// FormatVersion is the bank format this package writes. It reads this one
+// and every earlier one (see bankio.go).
+const FormatVersion = 2
 
 // HeadLayout names the policy head convention (see Policy); the manifest
 // records it so a reader can refuse a bank whose networks mean something else.
@@ -26,7 +26,7 @@ type Bank struct {
 	LatentDim int
 	Slots     []Slot
 	Latents   []Latent
-	FRE       *FRE // optional; reserved for the FRE encoder (a later issue)
+	FRE       *FRE // optional: the frozen reward encoder, to encode a new reward on the robot
 }
 
 // Slot is skill i's latent-conditioned policy pi_i(a | s, z); see Policy for
@@ -55,12 +55,47 @@ type LatentInfo struct {
 	Tags         []string  `json:"tags,omitempty"`          // free form: "left", "high", ...
 }
 
-// FRE carries the functional-reward encoder. Format v1 only reserves it:
-// Config is opaque JSON (stored compacted) and Arrays are float32 arrays of rank 1 or 2, both
-// stored and checksummed like everything else.
+// FRE is what a bank carries to encode a NEW reward on the robot, zero-shot:
+// the frozen encoder the bank's latents came from, and a fixed set of anchor
+// states from the offline data D_O, standardised with the bank's normaliser
+// (the states the encoder reads). A reward is evaluated on every anchor and
+// encoded over the anchors split into Subsets consecutive subsets (Plan):
+//
+//	enc, plan, _ := bank.FRE.NewEncoder()
+//	// rewards[i] = the new reward of anchor i (bank.FRE.Anchors row i)
+//	enc.EncodeReward(bank.FRE.Anchors.Data, rewards, plan, z)
 type FRE struct {
-	Config json.RawMessage
-	Arrays map[string]Array
+	Net     FRENet
+	Anchors Array // [n, observation dim]
+	Subsets int   // m, dividing n; each subset holds n/m anchors
+}
+
+// FREAnchors is the name under which a bank stores FRE.Anchors.
+const FREAnchors = "fre/anchors"
+
+// Plan splits the anchors into the FRE's subsets.
+func (f *FRE) Plan() (SubsetPlan, error) {
+	if len(f.Anchors.Shape) != 2 {
+		return SubsetPlan{}, fmt.Errorf("%w: anchors of shape %v, want [n, state dim]", ErrBadFRE, f.Anchors.Shape)
+	}
+	p, err := BlockPlan(f.Anchors.Shape[0], f.Subsets)
+	if err != nil {
+		return SubsetPlan{}, fmt.Errorf("%w: anchors: %w", ErrBadFRE, err)
+	}
+	return p, nil
+}
+
+// NewEncoder prepares an encoder for the anchors' subsets, and their plan.
+func (f *FRE) NewEncoder() (*Encoder, SubsetPlan, error) {
+	p, err := f.Plan()
+	if err != nil {
+		return nil, SubsetPlan{}, err
+	}
+	e, err := NewEncoder(&f.Net, p.T)
+	if err != nil {
+		return nil, SubsetPlan{}, err
+	}
+	return e, p, nil
 }
 
 // Array is a float32 array in row-major order.
@@ -73,12 +108,20 @@ type Array struct {
 const (
 	maxSlots     = 256
 	maxLayers    = 16
-	maxLatents   = 1 << 16
+	maxLatents   = 1 << 20 // the byte limits (Limits) bind first at any realistic latent size
 	maxTagLen    = 256
 	maxArrayRank = 2
 )
 
-var arrayNameRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
+// Array names are one or more '/'-separated segments of [A-Za-z0-9_.-], none
+// starting with '.', at most maxArrayName bytes: safe as zip member names.
+var arrayNameRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*(/[A-Za-z0-9_][A-Za-z0-9_.-]*)*$`)
+
+const maxArrayName = 128
+
+func validArrayName(name string) bool {
+	return len(name) <= maxArrayName && arrayNameRE.MatchString(name)
+}
 
 // Validate checks the bank as a whole: the contract, that its layout is one
 // the runtime can feed, every slot network against the policy contract, and
@@ -123,7 +166,7 @@ func (b *Bank) Validate() error {
 		}
 	}
 	if b.FRE != nil {
-		if err := b.FRE.validate(); err != nil {
+		if err := b.FRE.validate(b.Contract.Layout, b.LatentDim); err != nil {
 			return fmt.Errorf("fre: %w", err)
 		}
 	}
@@ -135,8 +178,8 @@ func (l *Latent) validate(slots, latentDim, featDim int) error {
 	switch {
 	case in.Skill < 0 || in.Skill >= slots:
 		return fmt.Errorf("skill index %d, bank has %d slots", in.Skill, slots)
-	case in.Iteration < 0:
-		return fmt.Errorf("iteration %d is negative", in.Iteration)
+	case in.Iteration < 0 || in.Iteration > math.MaxInt32:
+		return fmt.Errorf("iteration %d outside 0..%d", in.Iteration, math.MaxInt32)
 	case len(l.Z) != latentDim:
 		return fmt.Errorf("z has %d values, want %d", len(l.Z), latentDim)
 	case !allFinite(l.Z):
@@ -162,23 +205,34 @@ func (l *Latent) validate(slots, latentDim, featDim int) error {
 	return nil
 }
 
-func (f *FRE) validate() error {
-	if len(f.Config) > 0 && !json.Valid(f.Config) {
-		return errors.New("config is not valid JSON")
+// validate checks the encoder, that it reads states of layout l and writes
+// latents of latentDim values, and the anchors and their subsets.
+func (f *FRE) validate(l Layout, latentDim int) error {
+	d, err := f.Net.Dims()
+	if err != nil {
+		return err
 	}
-	for name, a := range f.Arrays {
-		if !arrayNameRE.MatchString(freArrayPrefix + name) {
-			return fmt.Errorf("array name %q: want [A-Za-z0-9_.-], at most %d bytes", name, 128-len(freArrayPrefix))
-		}
-		if err := checkShape(a.Shape); err != nil {
-			return fmt.Errorf("array %q: %w", name, err)
-		}
-		if len(a.Data) != numElements(a.Shape) {
-			return fmt.Errorf("array %q has %d values for shape %v", name, len(a.Data), a.Shape)
-		}
-		if !allFinite(a.Data) {
-			return fmt.Errorf("array %q has NaN or Inf", name)
-		}
+	if d.State != l.Dim() {
+		return fmt.Errorf("%w: the encoder reads %d-value states, layout %q has %d: an encoder for another layout", ErrBadFRE, d.State, l.Name, l.Dim())
+	}
+	if d.Latent != latentDim {
+		return fmt.Errorf("%w: the encoder writes %d-value latents, the bank's latents have %d", ErrBadFRE, d.Latent, latentDim)
+	}
+	a := f.Anchors
+	switch {
+	case len(a.Shape) != 2 || a.Shape[1] != d.State || a.Shape[0] < 1:
+		return fmt.Errorf("%w: anchors of shape %v, want [n, %d]", ErrBadFRE, a.Shape, d.State)
+	case len(a.Data) != numElements(a.Shape):
+		return fmt.Errorf("%w: anchors have %d values for shape %v", ErrBadFRE, len(a.Data), a.Shape)
+	case !allFinite(a.Data):
+		return fmt.Errorf("%w: anchors have NaN or Inf", ErrBadFRE)
+	}
+	p, err := f.Plan()
+	if err != nil {
+		return err
+	}
+	if p.T > maxFRESet {
+		return fmt.Errorf("%w: subsets of %d anchors, at most %d", ErrBadFRE, p.T, maxFRESet)
 	}
 	return nil
 }

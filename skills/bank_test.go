@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -53,17 +54,18 @@ func sampleBank(t testing.TB, l Layout, slots, latentsPerSlot, latentDim int, hi
 	}
 	b.Latents[0].Info.Name = "scripted-trot fit"
 	b.Latents[0].Info.Tags = []string{"high", "left"}
-	b.FRE = &FRE{
-		Config: json.RawMessage(`{"heads":2,"layers":2,"width":128}`),
-		Arrays: map[string]Array{
-			"token.W": {Shape: []int{3, 5}, Data: randomVec(rng, 15)},
-			"token.b": {Shape: []int{3}, Data: randomVec(rng, 3)},
-		},
-	}
+	b.FRE = sampleFRE(rng, l.Dim(), latentDim)
 	if err := b.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// sampleFRE is a small random encoder for states of d values and latents of
+// z, with 8 anchors in 2 subsets.
+func sampleFRE(rng *rand.Rand, d, z int) *FRE {
+	net := randomFRENet(rng, freSizes{state: d, stateEmbed: 4, bins: 8, rewardEmbed: 4, ffn: 8, blocks: 1, heads: 2, latent: z})
+	return &FRE{Net: *net, Anchors: Array{Shape: []int{8, d}, Data: randomVec(rng, 8*d)}, Subsets: 2}
 }
 
 func encode(t testing.TB, b *Bank) []byte {
@@ -241,7 +243,26 @@ func replaceArray(name string, data []byte) corruption {
 	}
 }
 
-func npyBytes(t *testing.T, shape []int, data []float32) []byte {
+// withAt returns a copy of x with x[i] = v.
+func withAt[T any](x []T, i int, v T) []T {
+	x = slices.Clone(x)
+	x[i] = v
+	return x
+}
+
+// retype replaces an array and its table entry (shape, dtype, checksum)
+// consistently, so that only the manifest's references can object.
+func retype(name string, shape []int, data any) corruption {
+	return func(t *testing.T, ms []member) []member {
+		ms = replaceArray(name, npyBytes(t, shape, data))(t, ms)
+		return editManifest(func(m map[string]any) {
+			e := arrayEntryOf(m, name)
+			e["shape"], e["dtype"] = shape, dtypeOf(data)
+		})(t, ms)
+	}
+}
+
+func npyBytes(t *testing.T, shape []int, data any) []byte {
 	t.Helper()
 	raw, err := encodeArray(shape, data)
 	if err != nil {
@@ -258,6 +279,22 @@ func TestReadBankRefusesCorruptBanks(t *testing.T) {
 	nanW[5] = float32(math.NaN())
 	infZ := make([]float32, len(b.Latents)*b.LatentDim)
 	infZ[3] = float32(math.Inf(1))
+	k, featDim := len(b.Latents), b.Contract.Features.Dim(b.Contract.Layout)
+	skills, passed := make([]int32, k), make([]int32, k)
+	mus, returns := make([]float64, k), make([]float64, k)
+	onlinePsi := make([]float32, k*featDim)
+	for i, l := range b.Latents {
+		skills[i], mus[i], returns[i], passed[i] = int32(l.Info.Skill), l.Info.SigmoidMu, math.NaN(), -1
+		copy(onlinePsi[i*featDim:], l.Info.OnlinePsi)
+		if l.Info.OnlinePsi == nil {
+			for j := range featDim {
+				onlinePsi[i*featDim+j] = float32(math.NaN())
+			}
+		}
+	}
+	if b.Latents[0].Info.OnlinePsi != nil || b.Latents[1].Info.OnlinePsi == nil {
+		t.Fatal("the sample bank's latent 0 must lack online psi and latent 1 have it")
+	}
 	withHeader := func(header string) []byte {
 		h := fmt.Sprintf("{'descr': %s, }", header)
 		h += strings.Repeat(" ", 15-(10+len(h))%16) + "\n"
@@ -282,7 +319,11 @@ func TestReadBankRefusesCorruptBanks(t *testing.T) {
 		}, ErrBadManifest},
 		{"unknown manifest field", nil, editManifest(func(m map[string]any) { m["surprise"] = 1 }), ErrBadManifest},
 		{"no format version", nil, editManifest(func(m map[string]any) { delete(m, "format_version") }), ErrBadManifest},
-		{"format version 2", nil, editManifest(func(m map[string]any) { m["format_version"] = 2 }), ErrUnknownVersion},
+		{"format version 3", nil, editManifest(func(m map[string]any) { m["format_version"] = 3 }), ErrUnknownVersion},
+		{"format version 0", nil, editManifest(func(m map[string]any) { m["format_version"] = 0 }), ErrUnknownVersion},
+		{"v1 latents in a v2 manifest", nil, editManifest(func(m map[string]any) {
+			obj(m, "latents").(map[string]any)["items"] = []any{}
+		}), ErrBadManifest},
 		{"format version as text", nil, editManifest(func(m map[string]any) { m["format_version"] = "1" }), ErrBadManifest},
 		{"unknown layout", nil, editManifest(func(m map[string]any) {
 			obj(m, "contract", "layout").(map[string]any)["name"] = "biped99"
@@ -300,15 +341,59 @@ func TestReadBankRefusesCorruptBanks(t *testing.T) {
 		{"unknown activation", nil, editManifest(func(m map[string]any) {
 			obj(m, "slots", 0, "layers", 0).(map[string]any)["act"] = "swish"
 		}), ErrBadManifest},
-		{"latent of a missing slot", nil, editManifest(func(m map[string]any) {
-			obj(m, "latents", "items", 0).(map[string]any)["skill"] = 7
+		{"latent of a missing slot", nil, replaceArray(latentsSkill, npyBytes(t, []int{k}, withAt(skills, 0, int32(7)))), ErrBadManifest},
+		{"sigmoid(mu) above 1", nil, replaceArray(latentsSigmoidMu, npyBytes(t, []int{k}, withAt(mus, 2, 1.5))), ErrBadManifest},
+		{"NaN sigmoid(mu)", nil, replaceArray(latentsSigmoidMu, npyBytes(t, []int{k}, withAt(mus, 2, math.NaN()))), ErrNonFiniteWeights},
+		{"Inf online return", nil, replaceArray(latentsOnlineReturn, npyBytes(t, []int{k}, withAt(returns, 0, math.Inf(-1)))), ErrNonFiniteWeights},
+		{"online psi half evaluated", nil, replaceArray(latentsOnlinePsi, npyBytes(t, []int{k, featDim}, withAt(onlinePsi, 1, 0.5))), ErrBadManifest},
+		{"passed filter 2", nil, replaceArray(latentsPassed, npyBytes(t, []int{k}, withAt(passed, 3, int32(2)))), ErrBadManifest},
+		{"skills stored as float32", nil, replaceArray(latentsSkill, npyBytes(t, []int{k}, make([]float32, k))), ErrBadArray},
+		{"skills listed as float32", nil, retype(latentsSkill, []int{k}, make([]float32, k)), ErrBadManifest},
+		{"psi of the wrong size", nil, retype(latentsOfflinePsi, []int{k, 2}, make([]float32, 2*k)), ErrShapeMismatch},
+		{"label of a missing latent", nil, editManifest(func(m map[string]any) {
+			obj(m, "latents", "labels", 0).(map[string]any)["latent"] = k
 		}), ErrBadManifest},
-		{"sigmoid(mu) above 1", nil, editManifest(func(m map[string]any) {
-			obj(m, "latents", "items", 0).(map[string]any)["sigmoid_mu"] = 1.5
+		{"labels out of order", nil, editManifest(func(m map[string]any) {
+			ls := obj(m, "latents", "labels").([]any)
+			ls[0], ls[1] = ls[1], ls[0]
 		}), ErrBadManifest},
-		{"psi of the wrong size", nil, editManifest(func(m map[string]any) {
-			obj(m, "latents", "items", 1).(map[string]any)["offline_psi"] = []any{1, 2}
+		{"empty label", nil, editManifest(func(m map[string]any) {
+			obj(m, "latents").(map[string]any)["labels"] = []any{map[string]any{"latent": 1}}
 		}), ErrBadManifest},
+		{"latent count disagrees with the arrays", nil, editManifest(func(m map[string]any) {
+			obj(m, "latents").(map[string]any)["count"] = k - 1
+		}), ErrShapeMismatch},
+		{"FRE array truncated", nil, replaceArray(FREMeanB, npyBytes(t, []int{b.LatentDim - 1}, make([]float32, b.LatentDim-1))), ErrShapeMismatch},
+		{"FRE array mis-shaped", nil, retype(FREMeanB, []int{b.LatentDim - 1}, make([]float32, b.LatentDim-1)), ErrBadFRE},
+		{"FRE for another layout", nil, retype(FREStateW, []int{171, 4}, make([]float32, 171*4)), ErrBadFRE},
+		{"FRE anchors of another width", nil, retype(FREAnchors, []int{8, 47}, make([]float32, 8*47)), ErrBadFRE},
+		{"FRE anchors not in subsets", nil, editManifest(func(m map[string]any) { obj(m, "fre").(map[string]any)["subsets"] = 3 }), ErrBadFRE},
+		{"FRE heads", nil, editManifest(func(m map[string]any) { obj(m, "fre").(map[string]any)["heads"] = 3 }), ErrBadFRE},
+		{"FRE NaN weight", nil, replaceArray(FRERewardEmbed, npyBytes(t, []int{8, 4}, withAt(make([]float32, 32), 9, float32(math.NaN())))), ErrNonFiniteWeights},
+		{"FRE array left out of the encoder", nil, editManifest(func(m map[string]any) {
+			f := obj(m, "fre").(map[string]any)
+			f["arrays"] = f["arrays"].([]any)[1:]
+		}), ErrBadManifest},
+		{"FRE array missing", nil, func(t *testing.T, ms []member) []member {
+			ms = editManifest(func(m map[string]any) {
+				f := obj(m, "fre").(map[string]any)
+				var keep []any
+				for _, name := range f["arrays"].([]any) {
+					if name != FREFinalBeta {
+						keep = append(keep, name)
+					}
+				}
+				f["arrays"] = keep
+				var table []any
+				for _, e := range m["arrays"].([]any) {
+					if e.(map[string]any)["name"] != FREFinalBeta {
+						table = append(table, e)
+					}
+				}
+				m["arrays"] = table
+			})(t, ms)
+			return slices.DeleteFunc(ms, func(m member) bool { return m.name == FREFinalBeta+npySuffix })
+		}, ErrBadFRE},
 		{"missing array member", nil, func(t *testing.T, ms []member) []member {
 			var out []member
 			for _, m := range ms {
@@ -534,10 +619,19 @@ func TestEncodeBankRefusesInvalidBanks(t *testing.T) {
 		"NaN phi":             func(b *Bank) { b.Latents[0].Info.Phi = math.NaN() },
 		"Inf return":          func(b *Bank) { r := math.Inf(1); b.Latents[0].Info.OnlineReturn = &r },
 		"policy head":         func(b *Bank) { b.Slots[0].Policy.Layers[1].Act = ActTanh },
-		"FRE shape":           func(b *Bank) { b.FRE.Arrays["x"] = Array{Shape: []int{2, 2}, Data: []float32{1}} },
-		"FRE rank":            func(b *Bank) { b.FRE.Arrays["x"] = Array{Shape: []int{1, 1, 1}, Data: []float32{1}} },
-		"FRE name":            func(b *Bank) { b.FRE.Arrays["a/b"] = Array{Shape: []int{1}, Data: []float32{1}} },
-		"FRE config":          func(b *Bank) { b.FRE.Config = json.RawMessage("{") },
+		"iteration over int32": func(b *Bank) { b.Latents[0].Info.Iteration = math.MaxInt32 + 1 },
+		"FRE truncated":        func(b *Bank) { a := b.FRE.Net.Arrays[FREMeanW]; a.Data = a.Data[1:]; b.FRE.Net.Arrays[FREMeanW] = a },
+		"FRE unknown array":    func(b *Bank) { b.FRE.Net.Arrays["fre/x"] = Array{Shape: []int{1}, Data: []float32{1}} },
+		"FRE of another layout": func(b *Bank) {
+			b.FRE = sampleFRE(rand.New(rand.NewPCG(1, 1)), Navigation171().Dim(), b.LatentDim)
+		},
+		"FRE latent size":   func(b *Bank) { b.FRE = sampleFRE(rand.New(rand.NewPCG(1, 1)), Locomotion48().Dim(), b.LatentDim+1) },
+		"FRE heads":         func(b *Bank) { b.FRE.Net.Heads = 3 },
+		"anchors NaN":       func(b *Bank) { b.FRE.Anchors.Data[5] = float32(math.NaN()) },
+		"anchors width":     func(b *Bank) { b.FRE.Anchors = Array{Shape: []int{4, 47}, Data: make([]float32, 4*47)} },
+		"anchors truncated": func(b *Bank) { b.FRE.Anchors.Data = b.FRE.Anchors.Data[:10] },
+		"anchor subsets":    func(b *Bank) { b.FRE.Subsets = 3 },
+		"no anchor subsets": func(b *Bank) { b.FRE.Subsets = 0 },
 		"layout not feedable": func(b *Bank) { b.Contract.Layout.Fields[0].Unit = "mph" },
 		"contract":            func(b *Bank) { b.Contract.PolicyHz = 7 },
 	}

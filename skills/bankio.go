@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -15,47 +16,86 @@ import (
 	"github.com/dualforce/dualforce/skills/npz"
 )
 
-// Bank file format v1
+// Bank file format v2
 //
 // A bank is one .npz file: a zip archive (members stored or deflated) that
 // numpy.load opens directly. It holds
 //
 //   - manifest.json: the manifest below (UTF-8 JSON);
-//   - one member "<array>.npy" per array named in the manifest: float32
-//     little-endian, C order, rank 1 or 2, written with npyio. numpy.load
-//     shows it under the key "<array>".
+//   - one member "<array>.npy" per array in the manifest's array table:
+//     little-endian, C order, rank 1 or 2, float32 ("<f4") unless said
+//     otherwise, written through skills/npz. numpy.load shows it under "<array>".
 //
-// Arrays: "slot<i>.layer<j>.W" (Out, In) and "slot<i>.layer<j>.b" (Out,) for
-// the policy network of skill slot i; "latents" (number of latents,
-// latent_dim), row r being the z of latents.items[r]; "fre.<name>" for the
-// optional FRE encoder. The manifest lists every array with its shape and the
-// SHA-256 of the whole member (the .npy bytes), checked on read. Members
-// that the manifest does not list are refused.
+// Arrays, with K latents, Z = latent_dim and F the feature dim of phi:
 //
-// Manifest (JSON object): format_version (1), producer, head_layout
+//	slot<i>.layer<j>.W (Out, In), slot<i>.layer<j>.b (Out,)  skill slot i's policy
+//	latents (K, Z)                          row r is latent r's z
+//	latents.skill <i4 (K,)                  slot index i
+//	latents.iteration <i4 (K,)              outer iteration k
+//	latents.sigmoid_mu <f8 (K,), latents.phi <f8 (K,)
+//	latents.offline_psi (K, F)
+//	latents.online_return <f8 (K,)          NaN: not evaluated
+//	latents.online_psi (K, F)               a row of NaN: not evaluated
+//	latents.passed_filter <i4 (K,)          -1 not filtered, 0 failed, 1 passed
+//	fre/... (optional)                      the FRE encoder, named as in fre.go
+//	fre/anchors (n, observation dim)        with the encoder: its anchor states
+//
+// Per-latent numbers live in arrays so that the manifest stays small
+// whatever the number of latents; only names and tags, which few latents
+// carry, stay in the manifest. The manifest lists every array with its dtype,
+// shape and the SHA-256 of the whole member (the .npy bytes), checked on read.
+// Members that the manifest does not list are refused.
+//
+// Manifest (JSON object): format_version (2), producer, head_layout
 // ("mean,log_std", see Policy), action_dim (12), latent_dim, contract (the
 // Contract), slots[i].layers[j] = {in, out, act, w, b} (array names),
-// latents = {array, items: [LatentInfo...]}, fre (optional {config, arrays}),
-// arrays = [{name, dtype "<f4", shape, sha256}] sorted by name.
+// latents = {count, labels: [{latent, name, tags}]} (only the latents that
+// have a name or tags, by increasing index), fre (optional: {heads, subsets,
+// arrays: the encoder's array names}), arrays = [{name, dtype, shape,
+// sha256}] sorted by name.
+//
+// Format v1, still read: every array is <f4; latents = {array: "latents",
+// items: [LatentInfo...]} holds every per-latent number in the manifest (so
+// about 60,000 latents overflow the reader's manifest limit); fre = {config,
+// arrays named "fre.<name>"} only reserved the place of an encoder that no
+// program wrote, and is dropped on read.
 const (
 	ManifestMember = "manifest.json"
 	LatentsArray   = "latents"
-	npyDtype       = npz.DtypeFloat32
 	npySuffix      = npz.NpySuffix
-	freArrayPrefix = "fre."
+	freArrayPrefix = "fre/"
+	v1FREPrefix    = "fre."
 )
 
+// Names of the per-latent arrays of format v2.
+const (
+	latentsSkill        = "latents.skill"
+	latentsIteration    = "latents.iteration"
+	latentsSigmoidMu    = "latents.sigmoid_mu"
+	latentsPhi          = "latents.phi"
+	latentsOfflinePsi   = "latents.offline_psi"
+	latentsOnlineReturn = "latents.online_return"
+	latentsOnlinePsi    = "latents.online_psi"
+	latentsPassed       = "latents.passed_filter"
+)
+
+// manifestCommon is what every format version's manifest holds.
+type manifestCommon struct {
+	FormatVersion int            `json:"format_version"`
+	Producer      string         `json:"producer,omitempty"`
+	HeadLayout    string         `json:"head_layout"`
+	ActionDim     int            `json:"action_dim"`
+	LatentDim     int            `json:"latent_dim"`
+	Contract      Contract       `json:"contract"`
+	Slots         []manifestSlot `json:"slots"`
+}
+
+// manifest is the format v2 manifest.
 type manifest struct {
-	FormatVersion int             `json:"format_version"`
-	Producer      string          `json:"producer,omitempty"`
-	HeadLayout    string          `json:"head_layout"`
-	ActionDim     int             `json:"action_dim"`
-	LatentDim     int             `json:"latent_dim"`
-	Contract      Contract        `json:"contract"`
-	Slots         []manifestSlot  `json:"slots"`
-	Latents       manifestLatents `json:"latents"`
-	FRE           *manifestFRE    `json:"fre,omitempty"`
-	Arrays        []arrayEntry    `json:"arrays"`
+	manifestCommon
+	Latents manifestLatents `json:"latents"`
+	FRE     *manifestFRE    `json:"fre,omitempty"`
+	Arrays  []arrayEntry    `json:"arrays"`
 }
 
 type manifestSlot struct {
@@ -71,13 +111,35 @@ type manifestLayer struct {
 }
 
 type manifestLatents struct {
-	Array string       `json:"array"`
-	Items []LatentInfo `json:"items"`
+	Count  int           `json:"count"`
+	Labels []latentLabel `json:"labels"`
+}
+
+// latentLabel carries the name and tags of one latent.
+type latentLabel struct {
+	Latent int      `json:"latent"`
+	Name   string   `json:"name,omitempty"`
+	Tags   []string `json:"tags,omitempty"`
 }
 
 type manifestFRE struct {
-	Config json.RawMessage `json:"config,omitempty"`
-	Arrays []string        `json:"arrays"`
+	Heads   int      `json:"heads"`
+	Subsets int      `json:"subsets"`
+	Arrays  []string `json:"arrays"`
+}
+
+// manifestV1 is the format v1 manifest.
+type manifestV1 struct {
+	manifestCommon
+	Latents struct {
+		Array string       `json:"array"`
+		Items []LatentInfo `json:"items"`
+	} `json:"latents"`
+	FRE *struct {
+		Config json.RawMessage `json:"config,omitempty"`
+		Arrays []string        `json:"arrays"`
+	} `json:"fre,omitempty"`
+	Arrays []arrayEntry `json:"arrays"`
 }
 
 type arrayEntry struct {
@@ -87,11 +149,12 @@ type arrayEntry struct {
 	SHA256 string `json:"sha256"`
 }
 
-// namedArray is an array on its way to or from the archive.
+// namedArray is an array on its way to the archive: data is a []float32,
+// []float64 or []int32.
 type namedArray struct {
 	name  string
 	shape []int
-	data  []float32
+	data  any
 }
 
 func slotArrayName(slot, layer int, which string) string {
@@ -102,13 +165,15 @@ func slotArrayName(slot, layer int, which string) string {
 // references, in a fixed order.
 func (b *Bank) layout() (manifest, []namedArray) {
 	m := manifest{
-		FormatVersion: FormatVersion,
-		Producer:      b.Producer,
-		HeadLayout:    HeadLayout,
-		ActionDim:     NumJoints,
-		LatentDim:     b.LatentDim,
-		Contract:      b.Contract,
-		Latents:       manifestLatents{Array: LatentsArray},
+		manifestCommon: manifestCommon{
+			FormatVersion: FormatVersion,
+			Producer:      b.Producer,
+			HeadLayout:    HeadLayout,
+			ActionDim:     NumJoints,
+			LatentDim:     b.LatentDim,
+			Contract:      b.Contract,
+		},
+		Latents: manifestLatents{Count: len(b.Latents), Labels: []latentLabel{}},
 	}
 	var arrays []namedArray
 	for i, s := range b.Slots {
@@ -122,25 +187,70 @@ func (b *Bank) layout() (manifest, []namedArray) {
 		}
 		m.Slots = append(m.Slots, ms)
 	}
-	z := make([]float32, 0, len(b.Latents)*b.LatentDim)
-	for _, l := range b.Latents {
-		m.Latents.Items = append(m.Latents.Items, l.Info)
+	k, f := len(b.Latents), b.Contract.Features.Dim(b.Contract.Layout)
+	z := make([]float32, 0, k*b.LatentDim)
+	skill, iter, passed := make([]int32, k), make([]int32, k), make([]int32, k)
+	sigmoidMu, phi, onlineReturn := make([]float64, k), make([]float64, k), make([]float64, k)
+	offlinePsi, onlinePsi := make([]float32, 0, k*f), make([]float32, 0, k*f)
+	nan32 := float32(math.NaN())
+	for i, l := range b.Latents {
+		in := &l.Info
 		z = append(z, l.Z...)
-	}
-	arrays = append(arrays, namedArray{LatentsArray, []int{len(b.Latents), b.LatentDim}, z})
-	if b.FRE != nil {
-		m.FRE = &manifestFRE{Config: b.FRE.Config, Arrays: []string{}}
-		for _, k := range sortedKeys(b.FRE.Arrays) {
-			a := b.FRE.Arrays[k]
-			m.FRE.Arrays = append(m.FRE.Arrays, freArrayPrefix+k)
-			arrays = append(arrays, namedArray{freArrayPrefix + k, a.Shape, a.Data})
+		skill[i], iter[i] = int32(in.Skill), int32(in.Iteration)
+		sigmoidMu[i], phi[i] = in.SigmoidMu, in.Phi
+		offlinePsi = append(offlinePsi, in.OfflinePsi...)
+		onlineReturn[i] = math.NaN()
+		if in.OnlineReturn != nil {
+			onlineReturn[i] = *in.OnlineReturn
 		}
+		if in.OnlinePsi != nil {
+			onlinePsi = append(onlinePsi, in.OnlinePsi...)
+		} else {
+			for range f {
+				onlinePsi = append(onlinePsi, nan32)
+			}
+		}
+		passed[i] = -1
+		if in.PassedFilter != nil {
+			passed[i] = 0
+			if *in.PassedFilter {
+				passed[i] = 1
+			}
+		}
+		if in.Name != "" || len(in.Tags) > 0 {
+			m.Latents.Labels = append(m.Latents.Labels, latentLabel{Latent: i, Name: in.Name, Tags: in.Tags})
+		}
+	}
+	arrays = append(arrays,
+		namedArray{LatentsArray, []int{k, b.LatentDim}, z},
+		namedArray{latentsSkill, []int{k}, skill},
+		namedArray{latentsIteration, []int{k}, iter},
+		namedArray{latentsSigmoidMu, []int{k}, sigmoidMu},
+		namedArray{latentsPhi, []int{k}, phi},
+		namedArray{latentsOfflinePsi, []int{k, f}, offlinePsi},
+		namedArray{latentsOnlineReturn, []int{k}, onlineReturn},
+		namedArray{latentsOnlinePsi, []int{k, f}, onlinePsi},
+		namedArray{latentsPassed, []int{k}, passed},
+	)
+	if b.FRE != nil {
+		m.FRE = &manifestFRE{Heads: b.FRE.Net.Heads, Subsets: b.FRE.Subsets, Arrays: sortedKeys(b.FRE.Net.Arrays)}
+		for _, name := range m.FRE.Arrays {
+			a := b.FRE.Net.Arrays[name]
+			arrays = append(arrays, namedArray{name, a.Shape, a.Data})
+		}
+		arrays = append(arrays, namedArray{FREAnchors, b.FRE.Anchors.Shape, b.FRE.Anchors.Data})
 	}
 	return m, arrays
 }
 
-// EncodeBank validates b and writes it to w in format v1.
+// EncodeBank validates b and writes it to w in format v2. It refuses, before
+// writing anything, a bank that ReadBank would refuse: an invalid one, or one
+// over DefaultLimits (ErrTooLarge).
 func EncodeBank(w io.Writer, b *Bank) error {
+	return encodeBank(w, b, DefaultLimits)
+}
+
+func encodeBank(w io.Writer, b *Bank, lim Limits) error {
 	if err := b.Validate(); err != nil {
 		return fmt.Errorf("skills: refusing to write an invalid bank: %w", err)
 	}
@@ -153,7 +263,7 @@ func EncodeBank(w io.Writer, b *Bank) error {
 		}
 		sum := sha256.Sum256(raw)
 		members[i] = raw
-		m.Arrays = append(m.Arrays, arrayEntry{Name: a.name, Dtype: npyDtype, Shape: a.shape, SHA256: hex.EncodeToString(sum[:])})
+		m.Arrays = append(m.Arrays, arrayEntry{Name: a.name, Dtype: dtypeOf(a.data), Shape: a.shape, SHA256: hex.EncodeToString(sum[:])})
 	}
 	slices.SortFunc(m.Arrays, func(a, b arrayEntry) int { return strings.Compare(a.Name, b.Name) })
 	var js bytes.Buffer
@@ -163,19 +273,64 @@ func EncodeBank(w io.Writer, b *Bank) error {
 	if err := enc.Encode(m); err != nil {
 		return fmt.Errorf("skills: encode manifest: %w", err)
 	}
-	zw := npz.NewWriter(w)
-	if err := zw.Raw(ManifestMember, js.Bytes()); err != nil {
-		return fmt.Errorf("skills: %w", err)
-	}
-	for i, a := range arrays {
-		if err := zw.Raw(a.name+npySuffix, members[i]); err != nil {
+	write := func(w io.Writer) error {
+		zw := npz.NewWriter(w)
+		if err := zw.Raw(ManifestMember, js.Bytes()); err != nil {
 			return fmt.Errorf("skills: %w", err)
 		}
+		for i, a := range arrays {
+			if err := zw.Raw(a.name+npySuffix, members[i]); err != nil {
+				return fmt.Errorf("skills: %w", err)
+			}
+		}
+		if err := zw.Close(); err != nil {
+			return fmt.Errorf("skills: %w", err)
+		}
+		return nil
 	}
-	if err := zw.Close(); err != nil {
-		return fmt.Errorf("skills: %w", err)
+	if err := checkWriteLimits(js.Bytes(), arrays, members, write, lim); err != nil {
+		return fmt.Errorf("skills: refusing to write a bank the reader would refuse: %w", err)
+	}
+	return write(w)
+}
+
+// checkWriteLimits applies the reader's Limits (a zero or negative field
+// bounds nothing, as for the reader) to the members of a bank about to be
+// written, and to the size of the file write would produce.
+func checkWriteLimits(manifest []byte, arrays []namedArray, members [][]byte, write func(io.Writer) error, lim Limits) error {
+	over := func(n, limit int64) bool { return limit > 0 && n > limit }
+	if n := 1 + len(members); over(int64(n), int64(lim.MaxMembers)) {
+		return fmt.Errorf("%w: %d members, limit %d", ErrTooLarge, n, lim.MaxMembers)
+	}
+	total := int64(len(manifest))
+	if over(total, lim.MaxManifestBytes) || over(total, lim.MaxMemberBytes) {
+		return fmt.Errorf("%w: %s is %d bytes, limits %d (manifest) and %d (member)", ErrTooLarge, ManifestMember, total, lim.MaxManifestBytes, lim.MaxMemberBytes)
+	}
+	for i, raw := range members {
+		if n := int64(len(raw)); over(n, lim.MaxMemberBytes) {
+			return fmt.Errorf("%w: %q is %d bytes, limit %d", ErrTooLarge, arrays[i].name+npySuffix, n, lim.MaxMemberBytes)
+		}
+		total += int64(len(raw))
+	}
+	if over(total, lim.MaxTotalBytes) {
+		return fmt.Errorf("%w: members total %d bytes, limit %d", ErrTooLarge, total, lim.MaxTotalBytes)
+	}
+	var size countingWriter
+	if err := write(&size); err != nil {
+		return err
+	}
+	if over(int64(size), lim.MaxFileBytes) {
+		return fmt.Errorf("%w: file would be %d bytes, limit %d", ErrTooLarge, size, lim.MaxFileBytes)
 	}
 	return nil
+}
+
+// countingWriter counts and discards what is written to it.
+type countingWriter int64
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	*c += countingWriter(len(p))
+	return len(p), nil
 }
 
 // WriteBank writes b to path atomically (WriteFileAtomic), so path always holds either the old or
@@ -215,8 +370,9 @@ type Limits struct {
 	MaxTotalBytes    int64 // all members, uncompressed
 }
 
-// DefaultLimits fit banks far larger than Dual-Force produces (three
-// 299-256-256-24 slots and hundreds of latents are about 2 MiB).
+// DefaultLimits fit banks far larger than Dual-Force produces: three
+// 299-256-256-24 slots and hundreds of latents are about 2 MiB, and 100,000
+// latents of 128 values (a 51 MB latents member) fit.
 var DefaultLimits = Limits{
 	MaxFileBytes:     256 << 20,
 	MaxMembers:       4096,
@@ -286,33 +442,37 @@ func decodeBank(zr *npz.Reader, lim Limits) (*Bank, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := m.Contract.Validate(); err != nil {
+	c := m.common()
+	if err := c.Contract.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadBank, err)
 	}
-	if err := m.Contract.CheckFeedable(); err != nil {
+	if err := c.Contract.CheckFeedable(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadBank, err)
 	}
-	shapes, err := m.checkArrayTable()
+	refs, err := m.refs()
 	if err != nil {
+		return nil, err
+	}
+	if err := checkArrayTable(m.table(), refs); err != nil {
 		return nil, err
 	}
 	for _, name := range zr.Names() {
 		if name == ManifestMember {
 			continue
 		}
-		if _, ok := shapes[strings.TrimSuffix(name, npySuffix)]; !ok || !strings.HasSuffix(name, npySuffix) {
+		if _, ok := refs[strings.TrimSuffix(name, npySuffix)]; !ok || !strings.HasSuffix(name, npySuffix) {
 			return nil, fmt.Errorf("%w: %q is not in the manifest's array table", ErrUnexpectedMember, name)
 		}
 	}
-	arrays := make(map[string][]float32, len(m.Arrays))
-	for _, e := range m.Arrays {
-		data, err := readArray(zr, e)
+	arrays := make(map[string]decodedArray, len(refs))
+	for _, e := range m.table() {
+		data, err := readArray(zr, e, refs[e.Name])
 		if err != nil {
 			return nil, err
 		}
-		arrays[e.Name] = data
+		arrays[e.Name] = decodedArray{e.Shape, data}
 	}
-	b, err := m.assemble(arrays, shapes)
+	b, err := m.assemble(arrays)
 	if err != nil {
 		return nil, err
 	}
@@ -322,7 +482,9 @@ func decodeBank(zr *npz.Reader, lim Limits) (*Bank, error) {
 	return b, nil
 }
 
-func readArray(zr *npz.Reader, e arrayEntry) ([]float32, error) {
+// readArray reads, verifies and decodes the member of table entry e, whose
+// manifest reference is ref.
+func readArray(zr *npz.Reader, e arrayEntry, ref arrayRef) (any, error) {
 	raw, err := zr.Raw(e.Name+npySuffix, 0)
 	if err != nil {
 		return nil, err
@@ -331,20 +493,58 @@ func readArray(zr *npz.Reader, e arrayEntry) ([]float32, error) {
 	if got := hex.EncodeToString(sum[:]); got != e.SHA256 {
 		return nil, fmt.Errorf("%w: %q: SHA-256 is %s, manifest says %s", ErrChecksumMismatch, e.Name, got, e.SHA256)
 	}
-	shape, data, err := decodeArray(raw)
+	shape, data, err := decodeArray(raw, e.Dtype)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %q: %w", ErrBadArray, e.Name, err)
 	}
 	if !slices.Equal(shape, e.Shape) {
 		return nil, fmt.Errorf("%w: %q is %v in the file, %v in the manifest", ErrShapeMismatch, e.Name, shape, e.Shape)
 	}
-	if !allFinite(data) {
+	finite := func(v float64) bool { return !math.IsInf(v, 0) && (ref.nanMissing || !math.IsNaN(v)) }
+	bad := false
+	switch x := data.(type) {
+	case []float32:
+		bad = slices.ContainsFunc(x, func(v float32) bool { return !finite(float64(v)) })
+	case []float64:
+		bad = slices.ContainsFunc(x, func(v float64) bool { return !finite(v) })
+	}
+	if bad {
 		return nil, fmt.Errorf("%w: %q", ErrNonFiniteWeights, e.Name)
 	}
 	return data, nil
 }
 
-func parseManifest(js []byte) (*manifest, error) {
+// decodedArray is a decoded array of any element type ([]float32, []float64 or
+// []int32) with its shape.
+type decodedArray struct {
+	Shape []int
+	Data  any
+}
+
+// arrayRef is what a manifest says one of its arrays must be: its dtype, its
+// shape (nil: any, Bank.Validate checks it), and whether NaN marks a missing
+// value in it (it is refused otherwise, and Inf always).
+type arrayRef struct {
+	dtype      string
+	shape      []int
+	nanMissing bool
+}
+
+// bankManifest is a parsed manifest of one format version.
+type bankManifest interface {
+	common() *manifestCommon
+	table() []arrayEntry
+	// refs returns every array the manifest references, by name.
+	refs() (map[string]arrayRef, error)
+	// assemble builds the bank from the manifest and its verified arrays.
+	assemble(arrays map[string]decodedArray) (*Bank, error)
+}
+
+func (m *manifestCommon) common() *manifestCommon { return m }
+func (m *manifest) table() []arrayEntry           { return m.Arrays }
+func (m *manifestV1) table() []arrayEntry         { return m.Arrays }
+
+func parseManifest(js []byte) (bankManifest, error) {
 	var head struct {
 		FormatVersion *int `json:"format_version"`
 	}
@@ -354,130 +554,244 @@ func parseManifest(js []byte) (*manifest, error) {
 	if head.FormatVersion == nil {
 		return nil, fmt.Errorf("%w: no format_version", ErrBadManifest)
 	}
-	if *head.FormatVersion != FormatVersion {
-		return nil, fmt.Errorf("%w: %d (this reader knows %d)", ErrUnknownVersion, *head.FormatVersion, FormatVersion)
+	var m bankManifest
+	var count int
+	switch *head.FormatVersion {
+	case 1:
+		v1 := &manifestV1{}
+		if err := decodeStrict(js, v1); err != nil {
+			return nil, err
+		}
+		if v1.Latents.Array != LatentsArray {
+			return nil, fmt.Errorf("%w: latents array %q, want %q", ErrBadManifest, v1.Latents.Array, LatentsArray)
+		}
+		m, count = v1, len(v1.Latents.Items)
+	case FormatVersion:
+		v2 := &manifest{}
+		if err := decodeStrict(js, v2); err != nil {
+			return nil, err
+		}
+		m, count = v2, v2.Latents.Count
+	default:
+		return nil, fmt.Errorf("%w: %d (this reader knows 1 and %d)", ErrUnknownVersion, *head.FormatVersion, FormatVersion)
 	}
+	c := m.common()
+	switch {
+	case c.HeadLayout != HeadLayout:
+		return nil, fmt.Errorf("%w: head_layout %q, want %q", ErrBadManifest, c.HeadLayout, HeadLayout)
+	case c.ActionDim != NumJoints:
+		return nil, fmt.Errorf("%w: action_dim %d, want %d", ErrBadManifest, c.ActionDim, NumJoints)
+	case len(c.Slots) == 0 || len(c.Slots) > maxSlots:
+		return nil, fmt.Errorf("%w: %d slots, want 1..%d", ErrBadManifest, len(c.Slots), maxSlots)
+	case count < 1 || count > maxLatents:
+		return nil, fmt.Errorf("%w: %d latents, want 1..%d", ErrBadManifest, count, maxLatents)
+	case c.LatentDim < 1 || c.LatentDim > maxLayerWidth:
+		return nil, fmt.Errorf("%w: latent_dim %d outside 1..%d", ErrBadManifest, c.LatentDim, maxLayerWidth)
+	}
+	return m, nil
+}
+
+// decodeStrict decodes one JSON object into m, refusing unknown fields and
+// trailing data.
+func decodeStrict(js []byte, m any) error {
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.DisallowUnknownFields()
-	var m manifest
-	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadManifest, err)
+	if err := dec.Decode(m); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadManifest, err)
 	}
 	if dec.More() {
-		return nil, fmt.Errorf("%w: data after the manifest object", ErrBadManifest)
+		return fmt.Errorf("%w: data after the manifest object", ErrBadManifest)
 	}
-	switch {
-	case m.HeadLayout != HeadLayout:
-		return nil, fmt.Errorf("%w: head_layout %q, want %q", ErrBadManifest, m.HeadLayout, HeadLayout)
-	case m.ActionDim != NumJoints:
-		return nil, fmt.Errorf("%w: action_dim %d, want %d", ErrBadManifest, m.ActionDim, NumJoints)
-	case len(m.Slots) == 0 || len(m.Slots) > maxSlots:
-		return nil, fmt.Errorf("%w: %d slots, want 1..%d", ErrBadManifest, len(m.Slots), maxSlots)
-	case len(m.Latents.Items) == 0 || len(m.Latents.Items) > maxLatents:
-		return nil, fmt.Errorf("%w: %d latents, want 1..%d", ErrBadManifest, len(m.Latents.Items), maxLatents)
-	case m.LatentDim < 1 || m.LatentDim > maxLayerWidth:
-		return nil, fmt.Errorf("%w: latent_dim %d outside 1..%d", ErrBadManifest, m.LatentDim, maxLayerWidth)
-	case m.Latents.Array != LatentsArray:
-		return nil, fmt.Errorf("%w: latents array %q, want %q", ErrBadManifest, m.Latents.Array, LatentsArray)
-	}
-	return &m, nil
+	return nil
 }
 
 // checkArrayTable checks that the table lists well-formed, unique arrays and
-// that exactly the arrays the manifest references are listed, with the
-// shapes the references imply. It returns the table's shapes by name.
-func (m *manifest) checkArrayTable() (map[string][]int, error) {
-	shapes := make(map[string][]int, len(m.Arrays))
-	for _, e := range m.Arrays {
+// exactly the arrays the manifest references, with the dtypes and shapes the
+// references imply.
+func checkArrayTable(table []arrayEntry, refs map[string]arrayRef) error {
+	listed := make(map[string]bool, len(table))
+	for _, e := range table {
 		switch {
-		case !arrayNameRE.MatchString(e.Name):
-			return nil, fmt.Errorf("%w: array name %q", ErrBadManifest, e.Name)
-		case shapes[e.Name] != nil:
-			return nil, fmt.Errorf("%w: array %q listed twice", ErrBadManifest, e.Name)
-		case e.Dtype != npyDtype:
-			return nil, fmt.Errorf("%w: array %q has dtype %q, want %q", ErrBadManifest, e.Name, e.Dtype, npyDtype)
+		case !validArrayName(e.Name):
+			return fmt.Errorf("%w: array name %q", ErrBadManifest, e.Name)
+		case listed[e.Name]:
+			return fmt.Errorf("%w: array %q listed twice", ErrBadManifest, e.Name)
 		case len(e.SHA256) != 2*sha256.Size:
-			return nil, fmt.Errorf("%w: array %q sha256 %q is not 64 hex digits", ErrBadManifest, e.Name, e.SHA256)
+			return fmt.Errorf("%w: array %q sha256 %q is not 64 hex digits", ErrBadManifest, e.Name, e.SHA256)
 		}
 		if err := checkShape(e.Shape); err != nil {
-			return nil, fmt.Errorf("%w: array %q: %w", ErrBadManifest, e.Name, err)
+			return fmt.Errorf("%w: array %q: %w", ErrBadManifest, e.Name, err)
 		}
-		shapes[e.Name] = e.Shape
-	}
-	want := make(map[string][]int)
-	ref := func(name string, shape ...int) error {
-		if _, dup := want[name]; dup {
-			return fmt.Errorf("%w: array %q referenced twice", ErrBadManifest, name)
-		}
-		want[name] = shape
-		return nil
-	}
-	for i, s := range m.Slots {
-		if len(s.Layers) == 0 || len(s.Layers) > maxLayers {
-			return nil, fmt.Errorf("%w: slot %d has %d layers, want 1..%d", ErrBadManifest, i, len(s.Layers), maxLayers)
-		}
-		for _, l := range s.Layers {
-			if err := errors.Join(ref(l.W, l.Out, l.In), ref(l.B, l.Out)); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if err := ref(LatentsArray, len(m.Latents.Items), m.LatentDim); err != nil {
-		return nil, err
-	}
-	if m.FRE != nil {
-		for _, name := range m.FRE.Arrays {
-			if !strings.HasPrefix(name, freArrayPrefix) || len(name) == len(freArrayPrefix) {
-				return nil, fmt.Errorf("%w: FRE array %q must be named %s<name>", ErrBadManifest, name, freArrayPrefix)
-			}
-			if err := ref(name, nil...); err != nil {
-				return nil, err
-			}
-		}
-	}
-	for name, ws := range want {
-		got, ok := shapes[name]
+		ref, ok := refs[e.Name]
 		switch {
 		case !ok:
-			return nil, fmt.Errorf("%w: array %q is referenced but not in the array table", ErrBadManifest, name)
-		case ws != nil && !slices.Equal(got, ws):
-			return nil, fmt.Errorf("%w: array %q is %v in the table, its reference implies %v", ErrShapeMismatch, name, got, ws)
+			return fmt.Errorf("%w: array %q is listed but never referenced", ErrBadManifest, e.Name)
+		case e.Dtype != ref.dtype:
+			return fmt.Errorf("%w: array %q has dtype %q, want %q", ErrBadManifest, e.Name, e.Dtype, ref.dtype)
+		case ref.shape != nil && !slices.Equal(e.Shape, ref.shape):
+			return fmt.Errorf("%w: array %q is %v in the table, its reference implies %v", ErrShapeMismatch, e.Name, e.Shape, ref.shape)
+		}
+		listed[e.Name] = true
+	}
+	for _, name := range sortedKeys(refs) {
+		if !listed[name] {
+			return fmt.Errorf("%w: array %q is referenced but not in the array table", ErrBadManifest, name)
 		}
 	}
-	for name := range shapes {
-		if _, ok := want[name]; !ok {
-			return nil, fmt.Errorf("%w: array %q is listed but never referenced", ErrBadManifest, name)
-		}
-	}
-	return shapes, nil
+	return nil
 }
 
-// assemble builds the bank from a checked manifest and its arrays.
-func (m *manifest) assemble(arrays map[string][]float32, shapes map[string][]int) (*Bank, error) {
-	b := &Bank{Producer: m.Producer, Contract: m.Contract, LatentDim: m.LatentDim}
-	for _, s := range m.Slots {
+// refCollector gathers a manifest's references, refusing a name referenced
+// twice.
+type refCollector struct {
+	refs map[string]arrayRef
+	err  error
+}
+
+func (r *refCollector) add(name string, ref arrayRef) {
+	if _, dup := r.refs[name]; dup && r.err == nil {
+		r.err = fmt.Errorf("%w: array %q referenced twice", ErrBadManifest, name)
+	}
+	r.refs[name] = ref
+}
+
+func (r *refCollector) slots(c *manifestCommon) {
+	for i, s := range c.Slots {
+		if len(s.Layers) == 0 || len(s.Layers) > maxLayers {
+			if r.err == nil {
+				r.err = fmt.Errorf("%w: slot %d has %d layers, want 1..%d", ErrBadManifest, i, len(s.Layers), maxLayers)
+			}
+			return
+		}
+		for _, l := range s.Layers {
+			r.add(l.W, arrayRef{dtype: npz.DtypeFloat32, shape: []int{l.Out, l.In}})
+			r.add(l.B, arrayRef{dtype: npz.DtypeFloat32, shape: []int{l.Out}})
+		}
+	}
+}
+
+func assembleSlots(c *manifestCommon, arrays map[string]decodedArray) *Bank {
+	b := &Bank{Producer: c.Producer, Contract: c.Contract, LatentDim: c.LatentDim}
+	for _, s := range c.Slots {
 		var net MLP
 		for _, l := range s.Layers {
-			net.Layers = append(net.Layers, Dense{In: l.In, Out: l.Out, W: arrays[l.W], B: arrays[l.B], Act: l.Act})
+			net.Layers = append(net.Layers, Dense{In: l.In, Out: l.Out, W: arrays[l.W].Data.([]float32), B: arrays[l.B].Data.([]float32), Act: l.Act})
 		}
 		b.Slots = append(b.Slots, Slot{Policy: net})
 	}
-	z := arrays[LatentsArray]
-	for i, info := range m.Latents.Items {
-		b.Latents = append(b.Latents, Latent{Info: info, Z: z[i*m.LatentDim : (i+1)*m.LatentDim : (i+1)*m.LatentDim]})
+	return b
+}
+
+func (m *manifest) refs() (map[string]arrayRef, error) {
+	r := refCollector{refs: make(map[string]arrayRef)}
+	r.slots(&m.manifestCommon)
+	k, f := m.Latents.Count, m.Contract.Features.Dim(m.Contract.Layout)
+	r.add(LatentsArray, arrayRef{dtype: npz.DtypeFloat32, shape: []int{k, m.LatentDim}})
+	r.add(latentsSkill, arrayRef{dtype: npz.DtypeInt32, shape: []int{k}})
+	r.add(latentsIteration, arrayRef{dtype: npz.DtypeInt32, shape: []int{k}})
+	r.add(latentsSigmoidMu, arrayRef{dtype: npz.DtypeFloat64, shape: []int{k}})
+	r.add(latentsPhi, arrayRef{dtype: npz.DtypeFloat64, shape: []int{k}})
+	r.add(latentsOfflinePsi, arrayRef{dtype: npz.DtypeFloat32, shape: []int{k, f}})
+	r.add(latentsOnlineReturn, arrayRef{dtype: npz.DtypeFloat64, shape: []int{k}, nanMissing: true})
+	r.add(latentsOnlinePsi, arrayRef{dtype: npz.DtypeFloat32, shape: []int{k, f}, nanMissing: true})
+	r.add(latentsPassed, arrayRef{dtype: npz.DtypeInt32, shape: []int{k}})
+	if m.FRE != nil {
+		for _, name := range m.FRE.Arrays {
+			if !strings.HasPrefix(name, freArrayPrefix) || name == FREAnchors {
+				return nil, fmt.Errorf("%w: FRE array %q must be named %s<name> and not %s", ErrBadManifest, name, freArrayPrefix, FREAnchors)
+			}
+			r.add(name, arrayRef{dtype: npz.DtypeFloat32})
+		}
+		r.add(FREAnchors, arrayRef{dtype: npz.DtypeFloat32})
+	}
+	return r.refs, r.err
+}
+
+func (m *manifest) assemble(arrays map[string]decodedArray) (*Bank, error) {
+	b := assembleSlots(&m.manifestCommon, arrays)
+	k, zd, f := m.Latents.Count, m.LatentDim, m.Contract.Features.Dim(m.Contract.Layout)
+	z := arrays[LatentsArray].Data.([]float32)
+	skill := arrays[latentsSkill].Data.([]int32)
+	iter := arrays[latentsIteration].Data.([]int32)
+	sigmoidMu := arrays[latentsSigmoidMu].Data.([]float64)
+	phi := arrays[latentsPhi].Data.([]float64)
+	offlinePsi := arrays[latentsOfflinePsi].Data.([]float32)
+	onlineReturn := arrays[latentsOnlineReturn].Data.([]float64)
+	onlinePsi := arrays[latentsOnlinePsi].Data.([]float32)
+	passed := arrays[latentsPassed].Data.([]int32)
+	verdicts := make([]bool, k)
+	b.Latents = make([]Latent, k)
+	for i := range k {
+		in := LatentInfo{
+			Skill: int(skill[i]), Iteration: int(iter[i]), SigmoidMu: sigmoidMu[i], Phi: phi[i],
+			OfflinePsi: offlinePsi[i*f : (i+1)*f : (i+1)*f],
+		}
+		if !math.IsNaN(onlineReturn[i]) {
+			in.OnlineReturn = &onlineReturn[i]
+		}
+		switch row := onlinePsi[i*f : (i+1)*f : (i+1)*f]; {
+		case !slices.ContainsFunc(row, isNaN32):
+			in.OnlinePsi = row
+		case slices.ContainsFunc(row, func(v float32) bool { return !isNaN32(v) }):
+			return nil, fmt.Errorf("%w: %s row %d mixes NaN (not evaluated) and values", ErrBadManifest, latentsOnlinePsi, i)
+		}
+		switch passed[i] {
+		case -1:
+		case 0, 1:
+			verdicts[i] = passed[i] == 1
+			in.PassedFilter = &verdicts[i]
+		default:
+			return nil, fmt.Errorf("%w: %s[%d] is %d, want -1, 0 or 1", ErrBadManifest, latentsPassed, i, passed[i])
+		}
+		b.Latents[i] = Latent{Info: in, Z: z[i*zd : (i+1)*zd : (i+1)*zd]}
+	}
+	prev := -1
+	for _, l := range m.Latents.Labels {
+		switch {
+		case l.Latent <= prev || l.Latent >= k:
+			return nil, fmt.Errorf("%w: label of latent %d: want increasing indices below %d", ErrBadManifest, l.Latent, k)
+		case l.Name == "" && len(l.Tags) == 0:
+			return nil, fmt.Errorf("%w: label of latent %d has neither name nor tags", ErrBadManifest, l.Latent)
+		}
+		prev = l.Latent
+		b.Latents[l.Latent].Info.Name, b.Latents[l.Latent].Info.Tags = l.Name, l.Tags
 	}
 	if m.FRE != nil {
-		b.FRE = &FRE{Arrays: make(map[string]Array, len(m.FRE.Arrays))}
-		if len(m.FRE.Config) > 0 {
-			var cfg bytes.Buffer
-			if err := json.Compact(&cfg, m.FRE.Config); err != nil {
-				return nil, fmt.Errorf("%w: fre config: %w", ErrBadManifest, err)
-			}
-			b.FRE.Config = cfg.Bytes()
-		}
+		b.FRE = &FRE{Net: FRENet{Heads: m.FRE.Heads, Arrays: make(map[string]Array, len(m.FRE.Arrays))}, Subsets: m.FRE.Subsets}
 		for _, name := range m.FRE.Arrays {
-			b.FRE.Arrays[strings.TrimPrefix(name, freArrayPrefix)] = Array{Shape: shapes[name], Data: arrays[name]}
+			a := arrays[name]
+			b.FRE.Net.Arrays[name] = Array{Shape: a.Shape, Data: a.Data.([]float32)}
 		}
+		a := arrays[FREAnchors]
+		b.FRE.Anchors = Array{Shape: a.Shape, Data: a.Data.([]float32)}
+	}
+	return b, nil
+}
+
+func isNaN32(v float32) bool { return v != v }
+
+func (m *manifestV1) refs() (map[string]arrayRef, error) {
+	r := refCollector{refs: make(map[string]arrayRef)}
+	r.slots(&m.manifestCommon)
+	r.add(LatentsArray, arrayRef{dtype: npz.DtypeFloat32, shape: []int{len(m.Latents.Items), m.LatentDim}})
+	if m.FRE != nil {
+		for _, name := range m.FRE.Arrays {
+			if !strings.HasPrefix(name, v1FREPrefix) || len(name) == len(v1FREPrefix) {
+				return nil, fmt.Errorf("%w: FRE array %q must be named %s<name>", ErrBadManifest, name, v1FREPrefix)
+			}
+			r.add(name, arrayRef{dtype: npz.DtypeFloat32})
+		}
+	}
+	return r.refs, r.err
+}
+
+// assemble builds a v1 bank; its reserved FRE section carries no encoder
+// and is dropped.
+func (m *manifestV1) assemble(arrays map[string]decodedArray) (*Bank, error) {
+	b := assembleSlots(&m.manifestCommon, arrays)
+	z := arrays[LatentsArray].Data.([]float32)
+	for i, info := range m.Latents.Items {
+		b.Latents = append(b.Latents, Latent{Info: info, Z: z[i*m.LatentDim : (i+1)*m.LatentDim : (i+1)*m.LatentDim]})
 	}
 	return b, nil
 }

@@ -375,7 +375,8 @@ func (e *Encoder) MaxSet() int { return e.maxSet }
 // of State values (row-major), rewards the reward of each row, unnormalised
 // (the encoder applies its reward scale). It writes into z (len Latent) the
 // mean over the plan's subsets of the encoder's mean latent (paper
-// Algorithm 1). Only the rows the plan names are read, and must be finite.
+// Algorithm 1). Only the rows the plan names are read, and must be finite; a
+// latent that overflows is refused with ErrNonFiniteLatent.
 func (e *Encoder) EncodeReward(states, rewards []float32, plan SubsetPlan, z []float32) error {
 	d := e.dims
 	n := len(rewards)
@@ -408,6 +409,9 @@ func (e *Encoder) EncodeReward(states, rewards []float32, plan SubsetPlan, z []f
 		for i, v := range e.zSet {
 			z[i] += v * inv
 		}
+	}
+	if !allFinite(z) {
+		return fmt.Errorf("%w: the encoder overflowed", ErrNonFiniteLatent)
 	}
 	return nil
 }

@@ -48,9 +48,12 @@ func FuzzBankManifest(f *testing.F) {
 	f.Add(js)
 	f.Add(js[:len(js)/2])
 	f.Add([]byte("{}"))
-	f.Add(bytes.Replace(js, []byte(`"format_version": 1`), []byte(`"format_version": 2`), 1))
+	f.Add(bytes.Replace(js, []byte(`"format_version": 2`), []byte(`"format_version": 1`), 1))
 	f.Add(bytes.Replace(js, []byte(`"in": 51`), []byte(`"in": 50`), 1))
-	f.Add(bytes.Replace(js, []byte(`"skill": 1`), []byte(`"skill": 9`), 1))
+	f.Add(bytes.Replace(js, []byte(`"count": 4`), []byte(`"count": 3`), 1))
+	f.Add(bytes.Replace(js, []byte(`"latent": 1`), []byte(`"latent": 9`), 1))
+	f.Add(bytes.Replace(js, []byte(`"heads": 2`), []byte(`"heads": 4`), 1))
+	f.Add(bytes.Replace(js, []byte(`"subsets": 2`), []byte(`"subsets": 8`), 1))
 	f.Fuzz(func(t *testing.T, manifest []byte) {
 		edited := append([]member(nil), ms...)
 		edited[0] = member{ManifestMember, manifest, zip.Store}

@@ -2,11 +2,12 @@ package skills
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"testing"
 )
 
 // The manifest of a small deterministic bank, pinned byte for byte: any
-// change to field names or encoding of format v1 shows up here.
+// change to field names or encoding of format v2 shows up here.
 func TestManifestGolden(t *testing.T) {
 	c := testContract(t, Navigation171())
 	const latentDim, hidden = 2, 3
@@ -30,7 +31,7 @@ func TestManifestGolden(t *testing.T) {
 				OfflinePsi: ramp(6, 0.5), OnlineReturn: &ret, OnlinePsi: ramp(6, 0.25), Tags: []string{"left"}},
 			Z: []float32{1, -1},
 		}},
-		FRE: &FRE{Config: []byte(`{"latent":2}`), Arrays: map[string]Array{"head.b": {Shape: []int{2}, Data: []float32{0.5, 1}}}},
+		FRE: sampleFRE(rand.New(rand.NewPCG(7, 7)), c.Layout.Dim(), latentDim),
 	}
 	var buf bytes.Buffer
 	if err := EncodeBank(&buf, b); err != nil {
