@@ -100,7 +100,9 @@ func TestNumpyLoadsBank(t *testing.T) {
 			}
 		}
 		numpyType := map[string]string{npz.DtypeFloat32: "float32", npz.DtypeFloat64: "float64", npz.DtypeInt32: "int32"}[dtypeOf(a.data)]
-		same := func(got *float64, want float64) bool { return (got == nil && math.IsNaN(want)) || (got != nil && *got == want) }
+		same := func(got *float64, want float64) bool {
+			return (got == nil && math.IsNaN(want)) || (got != nil && *got == want)
+		}
 		switch {
 		case !slices.Equal(g.Shape, a.shape) || g.Dtype != numpyType:
 			t.Errorf("%s: numpy sees %v %s, want %v %s", a.name, g.Shape, g.Dtype, a.shape, numpyType)
