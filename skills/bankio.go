@@ -361,7 +361,8 @@ var (
 )
 
 // Limits bound what a reader allocates for one bank, whatever the file
-// claims.
+// claims; the writer refuses a bank over DefaultLimits, so it never writes
+// one ReadBank would refuse.
 type Limits struct {
 	MaxFileBytes     int64 // size of the .npz file
 	MaxMembers       int   // zip members

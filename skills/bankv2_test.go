@@ -265,3 +265,51 @@ func FuzzBankFRE(f *testing.F) {
 		}
 	})
 }
+
+// The v1 reader keeps refusing what it refused.
+func TestReadBankRefusesCorruptV1Banks(t *testing.T) {
+	good, err := os.ReadFile("testdata/bank_v1.npz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		edit corruption
+		want error
+	}{
+		{"latent of a missing slot", editManifest(func(m map[string]any) {
+			obj(m, "latents", "items", 0).(map[string]any)["skill"] = 7
+		}), ErrBadManifest},
+		{"sigmoid(mu) above 1", editManifest(func(m map[string]any) {
+			obj(m, "latents", "items", 0).(map[string]any)["sigmoid_mu"] = 1.5
+		}), ErrBadManifest},
+		{"v2 latents in a v1 manifest", editManifest(func(m map[string]any) {
+			obj(m, "latents").(map[string]any)["count"] = 4
+		}), ErrBadManifest},
+		{"latents array renamed", editManifest(func(m map[string]any) {
+			obj(m, "latents").(map[string]any)["array"] = "z"
+		}), ErrBadManifest},
+		{"FRE array outside its namespace", editManifest(func(m map[string]any) {
+			obj(m, "fre").(map[string]any)["arrays"] = []any{"fre/token.W", "fre.token.b"}
+		}), ErrBadManifest},
+		{"no latents", editManifest(func(m map[string]any) {
+			obj(m, "latents").(map[string]any)["items"] = []any{}
+		}), ErrBadManifest},
+		{"FRE array flipped", func(t *testing.T, ms []member) []member {
+			for i := range ms {
+				if ms[i].name == "fre.token.b.npy" {
+					ms[i].data[len(ms[i].data)-1] ^= 1
+				}
+			}
+			return ms
+		}, ErrChecksumMismatch},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := decode(rezipRaw(t, tt.edit(t, unzipMembers(t, good))))
+			if !errors.Is(err, ErrBadBank) || !errors.Is(err, tt.want) {
+				t.Fatalf("DecodeBank = %v\nwant an error wrapping ErrBadBank and %v", err, tt.want)
+			}
+		})
+	}
+}

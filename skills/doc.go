@@ -9,8 +9,14 @@
 //     pose, PD gains, rates, feature projection phi, height-map spec);
 //   - float32 policy inference (MLP, latent-conditioned Policy) with no
 //     allocation on the control path;
-//   - the skill-bank file format v1 (an .npz zip with a manifest.json member),
-//     its atomic writer and its validating reader;
+//   - FRE inference: the frozen functional reward encoder (Encoder) and the
+//     one encode API (EncodeReward over a SubsetPlan, paper Algorithm 1) that
+//     the trainer runs on its offline data and the robot on a bank's anchor
+//     states, to encode a new reward zero-shot;
+//   - the skill-bank file format v2 (an .npz zip with a manifest.json member;
+//     per-latent numbers, the FRE encoder and its anchors as arrays), its
+//     atomic writer that enforces the reader's limits, and its validating
+//     reader, which also reads format v1;
 //   - skill recall by index, tag, name or nearest latent.
 //
 // The package is pure Go (CGO_ENABLED=0) so the runtime can cross-compile to

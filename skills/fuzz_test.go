@@ -3,6 +3,7 @@ package skills
 import (
 	"archive/zip"
 	"bytes"
+	"os"
 	"reflect"
 	"testing"
 )
@@ -12,6 +13,11 @@ import (
 func FuzzReadBank(f *testing.F) {
 	good := encode(f, sampleBank(f, Locomotion48(), 1, 2, 4, 8))
 	f.Add(good)
+	v1, err := os.ReadFile("testdata/bank_v1.npz")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(v1)
 	f.Add(good[:len(good)/2])
 	f.Add(good[:len(good)-1])
 	f.Add([]byte{})
