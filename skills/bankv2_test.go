@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"reflect"
@@ -311,5 +312,64 @@ func TestReadBankRefusesCorruptV1Banks(t *testing.T) {
 				t.Fatalf("DecodeBank = %v\nwant an error wrapping ErrBadBank and %v", err, tt.want)
 			}
 		})
+	}
+}
+
+// The robot path: a reward linear in the raw observation, evaluated on the
+// de-standardised anchors and encoded, without allocation.
+func TestAnchorEncoder(t *testing.T) {
+	b := sampleBank(t, Locomotion48(), 1, 2, 4, 8)
+	d := b.Contract.Layout.Dim()
+	a, err := b.NewAnchorEncoder()
+	if err != nil {
+		t.Fatal(err)
+	}
+	norm, err := NewNormaliser(b.Contract.Normaliser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range a.Anchors() {
+		x := append([]float32(nil), a.RawAnchor(i)...)
+		if err := norm.Apply(x); err != nil {
+			t.Fatal(err)
+		}
+		for j, v := range x {
+			if !closeTo(v, float64(b.FRE.Anchors.Data[i*d+j]), 1e-4) {
+				t.Fatalf("anchor %d element %d: raw %v standardises to %v, stored %v", i, j, a.RawAnchor(i)[j], v, b.FRE.Anchors.Data[i*d+j])
+			}
+		}
+	}
+	weights := make([]float32, d)
+	weights[0], weights[5] = 1, -0.5 // forward velocity, minus a yaw rate
+	rewards := make([]float32, a.Anchors())
+	for i := range rewards {
+		raw := a.RawAnchor(i)
+		rewards[i] = float32(float64(raw[0]) - 0.5*float64(raw[5]))
+	}
+	zLinear, zDirect := make([]float32, b.LatentDim), make([]float32, b.LatentDim)
+	if err := a.EncodeLinearReward(weights, zLinear); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.EncodeRewards(rewards, zDirect); err != nil {
+		t.Fatal(err)
+	}
+	for i := range zLinear {
+		if !closeTo(zLinear[i], float64(zDirect[i]), 1e-5) {
+			t.Fatalf("linear reward latent %v, direct %v", zLinear, zDirect)
+		}
+	}
+	if n := testing.AllocsPerRun(20, func() { _ = a.EncodeLinearReward(weights, zLinear) }); n != 0 {
+		t.Errorf("EncodeLinearReward allocates %v times", n)
+	}
+	if err := a.EncodeLinearReward(weights[1:], zLinear); !errors.Is(err, ErrDimMismatch) {
+		t.Errorf("short weights: %v", err)
+	}
+	weights[3] = float32(math.NaN())
+	if err := a.EncodeLinearReward(weights, zLinear); !errors.Is(err, ErrNonFiniteReward) {
+		t.Errorf("NaN weight: %v", err)
+	}
+	b.FRE = nil
+	if _, err := b.NewAnchorEncoder(); !errors.Is(err, ErrNoFRE) {
+		t.Errorf("bank without FRE: %v", err)
 	}
 }

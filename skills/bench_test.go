@@ -1,6 +1,7 @@
 package skills
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -157,6 +158,31 @@ func BenchmarkFREEncode32(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				if err := enc.EncodeReward(states, rewards, plan, z); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// A recall by a new linear reward on the robot: the fre.md-sized encoder over
+// a bank's anchors, one encode per subset of 32.
+func BenchmarkFREAnchorEncode(b *testing.B) {
+	for _, anchors := range []int{32, 128, 1024} {
+		b.Run(fmt.Sprintf("%d_anchors", anchors), func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(1, 4))
+			bank := sampleBank(b, Locomotion48(), 1, 1, 128, 8)
+			d := bank.Contract.Layout.Dim()
+			bank.FRE = &FRE{Net: *randomFRENet(rng, defaultFRESizes(d)), Subsets: anchors / 32,
+				Anchors: Array{Shape: []int{anchors, d}, Data: randomVec(rng, anchors*d)}}
+			a, err := bank.NewAnchorEncoder()
+			if err != nil {
+				b.Fatal(err)
+			}
+			w, z := randomVec(rng, d), make([]float32, 128)
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := a.EncodeLinearReward(w, z); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -562,3 +562,73 @@ func addInto(dst, x []float32) {
 		dst[i] += v
 	}
 }
+
+// ErrNoFRE reports a bank without an FRE encoder where one is needed.
+var ErrNoFRE = errors.New("skills: the bank has no FRE encoder")
+
+// AnchorEncoder encodes a NEW reward on the robot: it evaluates the reward
+// on the bank's anchor states and runs the bank's FRE encoder over them
+// (FRE.Plan). Everything is allocated by Bank.NewAnchorEncoder; the encode
+// methods never allocate. Its cost is one encode per subset. It is not safe
+// for concurrent use.
+type AnchorEncoder struct {
+	enc     *Encoder
+	plan    SubsetPlan
+	anchors []float32 // standardised, the encoder's input
+	raw     []float32 // the same states in observation units
+	dim     int
+	rewards []float32
+}
+
+// NewAnchorEncoder prepares the bank's FRE encoder over its anchors;
+// ErrNoFRE when the bank has none.
+func (b *Bank) NewAnchorEncoder() (*AnchorEncoder, error) {
+	if b.FRE == nil {
+		return nil, ErrNoFRE
+	}
+	if err := b.FRE.validate(b.Contract.Layout, b.LatentDim); err != nil {
+		return nil, err
+	}
+	st := b.Contract.Normaliser
+	d := b.Contract.Layout.Dim()
+	if err := st.Validate(d); err != nil {
+		return nil, fmt.Errorf("skills: normaliser: %w", err)
+	}
+	enc, plan, err := b.FRE.NewEncoder()
+	if err != nil {
+		return nil, err
+	}
+	a := &AnchorEncoder{enc: enc, plan: plan, anchors: b.FRE.Anchors.Data, dim: d,
+		raw: make([]float32, len(b.FRE.Anchors.Data)), rewards: make([]float32, b.FRE.Anchors.Shape[0])}
+	for i, x := range a.anchors {
+		j := i % d
+		a.raw[i] = x*max(st.Std[j], st.Epsilon) + st.Mean[j]
+	}
+	return a, nil
+}
+
+// Anchors is the number of anchor states.
+func (a *AnchorEncoder) Anchors() int { return len(a.rewards) }
+
+// RawAnchor returns anchor i in observation units (the unnormalised vector
+// of the bank's layout), for evaluating a reward on it. Read only.
+func (a *AnchorEncoder) RawAnchor(i int) []float32 { return a.raw[i*a.dim : (i+1)*a.dim] }
+
+// EncodeRewards writes into z the latent of the reward whose value on anchor
+// i is rewards[i] (len Anchors).
+func (a *AnchorEncoder) EncodeRewards(rewards, z []float32) error {
+	return a.enc.EncodeReward(a.anchors, rewards, a.plan, z)
+}
+
+// EncodeLinearReward writes into z the latent of the reward
+// r(s) = sum_j weights[j] * s_j, linear in the raw observation s (weights
+// has one entry per observation element).
+func (a *AnchorEncoder) EncodeLinearReward(weights, z []float32) error {
+	if len(weights) != a.dim {
+		return fmt.Errorf("%w: %d reward weights for %d-value observations", ErrDimMismatch, len(weights), a.dim)
+	}
+	for i := range a.rewards {
+		a.rewards[i] = vek32.Dot(a.RawAnchor(i), weights)
+	}
+	return a.EncodeRewards(a.rewards, z)
+}
