@@ -259,13 +259,29 @@ func matmulVek(dst, x, w []float32, n, p int) {
 	}
 }
 
-// matmulGo accumulates each output row as a sum of w's rows scaled by x's
-// entries, so the inner loop runs over contiguous memory.
+// matmulGo accumulates output rows as sums of w's rows scaled by x's
+// entries, four output rows at a time so each load of a w row feeds four
+// accumulations, and the inner loops run over contiguous memory.
 func matmulGo(dst, x, w []float32, n, p int) {
 	m := len(x) / n
-	for i := range m {
+	clear(dst[:m*p])
+	i := 0
+	for ; i+4 <= m; i += 4 {
+		d0, d1, d2, d3 := dst[i*p:(i+1)*p], dst[(i+1)*p:(i+2)*p], dst[(i+2)*p:(i+3)*p], dst[(i+3)*p:(i+4)*p]
+		for k := range n {
+			a0, a1, a2, a3 := x[i*n+k], x[(i+1)*n+k], x[(i+2)*n+k], x[(i+3)*n+k]
+			wk := w[k*p : (k+1)*p]
+			d0, d1, d2, d3 = d0[:len(wk)], d1[:len(wk)], d2[:len(wk)], d3[:len(wk)]
+			for j, v := range wk {
+				d0[j] += a0 * v
+				d1[j] += a1 * v
+				d2[j] += a2 * v
+				d3[j] += a3 * v
+			}
+		}
+	}
+	for ; i < m; i++ {
 		d := dst[i*p : (i+1)*p]
-		clear(d)
 		for k, a := range x[i*n : (i+1)*n] {
 			wk := w[k*p : (k+1)*p]
 			wk = wk[:len(d)]
