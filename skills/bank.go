@@ -59,11 +59,9 @@ type LatentInfo struct {
 // the frozen encoder the bank's latents came from, and a fixed set of anchor
 // states from the offline data D_O, standardised with the bank's normaliser
 // (the states the encoder reads). A reward is evaluated on every anchor and
-// encoded over the anchors split into Subsets consecutive subsets (Plan):
-//
-//	enc, plan, _ := bank.FRE.NewEncoder()
-//	// rewards[i] = the new reward of anchor i (bank.FRE.Anchors row i)
-//	enc.EncodeReward(bank.FRE.Anchors.Data, rewards, plan, z)
+// encoded over the anchors split into Subsets consecutive subsets (Plan);
+// Bank.NewAnchorEncoder does both. Each subset costs one encode, so the
+// number of subsets sets the price of a new reward on the robot.
 type FRE struct {
 	Net     FRENet
 	Anchors Array // [n, observation dim]
