@@ -403,7 +403,7 @@ func ReadBank(path string) (*Bank, error) {
 // DecodeBank verifies and decodes a bank of size bytes read from r. It
 // checks, in order: zip structure and limits, manifest syntax and version,
 // the contract and layout, the array table against the zip members, then
-// each member's size, CRC-32, SHA-256, npy header, shape and finiteness, and
+// each member's size, CRC-32, SHA-256, npy header, dtype, shape and finiteness, and
 // finally the assembled bank (Bank.Validate).
 func DecodeBank(r io.ReaderAt, size int64, lim Limits) (*Bank, error) {
 	zr, err := npz.NewReader(r, size, npz.Limits{
