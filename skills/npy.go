@@ -3,7 +3,6 @@ package skills
 import (
 	"bytes"
 	"fmt"
-	"reflect"
 
 	"github.com/dualforce/dualforce/skills/npz"
 )
@@ -21,9 +20,6 @@ func dtypeOf(data any) string {
 	}
 	return ""
 }
-
-// lenOf is the number of elements of a []float32, []float64 or []int32.
-func lenOf(data any) int { return reflect.ValueOf(data).Len() }
 
 // encodeArray returns the .npy bytes of a bank array: a []float32,
 // []float64 or []int32 of a shape checkShape accepts.
