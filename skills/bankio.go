@@ -361,13 +361,13 @@ var (
 )
 
 // Limits bound what a reader allocates for one bank, whatever the file
-// claims; the writer refuses a bank over DefaultLimits, so it never writes
-// one ReadBank would refuse.
+// claims (a zero field bounds nothing, as in skills/npz); the writer refuses
+// a bank over DefaultLimits, so it never writes one ReadBank would refuse.
 type Limits struct {
 	MaxFileBytes     int64 // size of the .npz file
 	MaxMembers       int   // zip members
 	MaxManifestBytes int64 // manifest.json, uncompressed
-	MaxMemberBytes   int64 // one array member, uncompressed
+	MaxMemberBytes   int64 // one member (the manifest too), uncompressed
 	MaxTotalBytes    int64 // all members, uncompressed
 }
 
