@@ -1,0 +1,13 @@
+// Package dualforce owns the Dual-Force loop (shared/spec/dualforce.md, the
+// paper's Algorithm 1): n skills, each with its own value function, policy
+// and weights w_i over the whole offline set, pushed apart by the Van der
+// Waals (VdW) diversity reward on their successor features and held to the
+// expert by bounded Lagrange multipliers on the imitation constraint. Every
+// latent z_i^k a skill is trained under is stored with its skill, iteration,
+// sigmoid(mu_i), constraint estimate phi_i and offline successor features.
+//
+// The VdW pieces are pure functions of the successor features (vdw.go); the
+// loop (loop.go) wires them to the shared machinery: a value learner by the
+// KL dual, a weighted-BC policy learner and a frozen FRE encoder, each seen
+// through a small interface so that the loop owns only its own logic.
+package dualforce
