@@ -1,0 +1,280 @@
+package dualforce
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+
+	"github.com/dualforce/dualforce/trainer/dice"
+)
+
+// Value is one skill's value learner (dice.Value): V(s, z) by the KL dual
+// with a reward and a latent set per iteration, and the whole-set weights
+// softmax(delta).
+type Value interface {
+	SetReward(reward []float32) error
+	SetLatent(z []float32) error
+	Step() (float64, error)
+	Weights() ([]float64, error)
+}
+
+// Policy is one skill's weighted-BC policy learner (wbc.Learner):
+// pi(a | s, z) fitted to the offline actions drawn by weight.
+type Policy interface {
+	SetLatent(z []float32) error
+	SetWeights(w []float64) error
+	Step() float64
+}
+
+// Encoder is the frozen FRE encoder over the offline states: the mean
+// latent of a reward (one value per offline transition) over m random
+// subsets of t states. Each skill has its own (they run side by side).
+type Encoder interface {
+	Encode(reward []float32) ([]float32, error)
+}
+
+// Skill is one skill's learners. Their networks are the skill's own.
+type Skill struct {
+	Value   Value
+	Policy  Policy
+	Encoder Encoder
+}
+
+// Config sets up a Loop. DefaultConfig gives the project's values.
+type Config struct {
+	// L0 is the VdW equilibrium distance, Eps the imitation-constraint
+	// bound phi_i <= Eps.
+	L0, Eps float64
+	// MuInit is every multiplier's start, MuLR the step size of its
+	// gradient descent (ours: plain steps, not Adam, whose steps have size
+	// about lr whatever the violation).
+	MuInit, MuLR float64
+	// MinAlpha floors the Polyak rate alpha_k = max(1/k, MinAlpha) (ours).
+	MinAlpha float64
+	// ValueSteps and PolicySteps are gradient steps per skill and outer
+	// iteration.
+	ValueSteps, PolicySteps int
+	// DiversityOff fixes sigmoid(mu) = 1 (R = r_E, no multiplier steps):
+	// SMODICE-expert with n independent skills, the collapse check.
+	DiversityOff bool
+}
+
+// DefaultConfig is the locomotion setting (l0 6, eps 4) with one value and
+// one policy step per iteration, as in the paper's Algorithm 1.
+func DefaultConfig() Config {
+	return Config{L0: 6, Eps: 4, MuInit: 0, MuLR: 0.1, MinAlpha: 0.05, ValueSteps: 1, PolicySteps: 1}
+}
+
+// ErrConfig reports an unusable configuration or inputs that do not fit
+// together.
+var ErrConfig = errors.New("dualforce: bad configuration")
+
+// Inputs are the per-transition quantities of the offline set the loop
+// reads: the diversity features phi (rows of PhiDim values, standardised)
+// and the imitation reward r_E.
+type Inputs struct {
+	Phi    []float32
+	PhiDim int
+	RE     []float32
+}
+
+// Latent is one stored z_i^k: the latent skill i was trained under at
+// iteration k. Sigma is the sigmoid(mu_i) of its reward R_i^k; Constraint
+// and Psi are phi_i and the offline successor features of the weights
+// w_i^{k+1} its policy was fitted to in that iteration.
+type Latent struct {
+	Skill, Iteration  int
+	Sigma, Constraint float64
+	Psi               []float32
+	Z                 []float32
+}
+
+// Metrics describe one outer iteration; slices hold one value per skill.
+type Metrics struct {
+	Iteration int
+	// Constraint is phi_i, Sigma sigmoid(mu_i) after the multiplier step.
+	Constraint, Sigma []float64
+	// Distance is l_i and Nearest j*_i, measured on the weights the
+	// iteration started from (those its rewards used).
+	Distance []float64
+	Nearest  []int
+	// Objective and MeanMinDistance are the VdW objective and the mean of
+	// l_i, on the same weights.
+	Objective, MeanMinDistance float64
+	// ESS and MaxW describe the Polyak-averaged weights w_i^{k+1}.
+	ESS, MaxW             []float64
+	ValueLoss, PolicyLoss []float64
+}
+
+// LogValue lets Metrics be logged as one slog group.
+func (m Metrics) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.Int("iteration", m.Iteration),
+		slog.Any("phi", m.Constraint), slog.Any("sigma", m.Sigma), slog.Any("l", m.Distance),
+		slog.Float64("vdw", m.Objective), slog.Float64("mean_min_distance", m.MeanMinDistance),
+		slog.Any("ess", m.ESS), slog.Any("max_w", m.MaxW),
+	)
+}
+
+// Loop is the Dual-Force outer loop over n skills.
+type Loop struct {
+	cfg    Config
+	in     Inputs
+	n      int // transitions
+	skills []Skill
+	w      []*polyak
+	mu     []float64
+	k      int
+
+	// per-skill scratch
+	beta, reward [][]float32
+
+	latents []Latent
+}
+
+// New checks the inputs and starts every skill's weights at its own random
+// point of the simplex (Dirichlet, drawn from rng), every multiplier at
+// MuInit.
+func New(cfg Config, in Inputs, skills []Skill, rng *rand.Rand) (*Loop, error) {
+	if len(skills) < 2 {
+		return nil, fmt.Errorf("%w: %d skills, need at least 2", ErrConfig, len(skills))
+	}
+	if !(cfg.L0 > 0) || !(cfg.MuLR >= 0) || !(cfg.MinAlpha > 0 && cfg.MinAlpha <= 1) ||
+		cfg.ValueSteps < 0 || cfg.PolicySteps < 0 || cfg.MuInit < -MuBound || cfg.MuInit > MuBound {
+		return nil, fmt.Errorf("%w: %+v", ErrConfig, cfg)
+	}
+	n := len(in.RE)
+	if n == 0 || in.PhiDim <= 0 || len(in.Phi) != n*in.PhiDim {
+		return nil, fmt.Errorf("%w: %d rewards, %d features of width %d", ErrConfig, n, len(in.Phi), in.PhiDim)
+	}
+	l := &Loop{cfg: cfg, in: in, n: n, skills: skills, mu: make([]float64, len(skills))}
+	for i := range skills {
+		l.w = append(l.w, &polyak{minAlpha: cfg.MinAlpha, w: Dirichlet(rng, n)})
+		l.mu[i] = cfg.MuInit
+		l.beta = append(l.beta, make([]float32, n))
+		l.reward = append(l.reward, make([]float32, n))
+	}
+	return l, nil
+}
+
+// sigma is skill i's imitation share sigmoid(mu_i), 1 with diversity off.
+func (l *Loop) sigma(i int) float64 {
+	if l.cfg.DiversityOff {
+		return 1
+	}
+	return Sigmoid(l.mu[i])
+}
+
+// Weights returns skill i's current (Polyak-averaged) weights over the
+// offline set; the slice is the loop's.
+func (l *Loop) Weights(i int) []float64 { return l.w[i].w }
+
+// Latents returns every latent stored so far, in order of iteration and
+// skill; the slice is the loop's.
+func (l *Loop) Latents() []Latent { return l.latents }
+
+// Iterate runs one outer iteration of Algorithm 1: the VdW rewards from the
+// current weights, each skill's latent, value steps, weights, Polyak
+// average and policy steps (skills side by side), the constraint estimates
+// and the multiplier step.
+func (l *Loop) Iterate() (Metrics, error) {
+	l.k++
+	ns := len(l.skills)
+	m := Metrics{
+		Iteration:  l.k,
+		Constraint: make([]float64, ns), Sigma: make([]float64, ns),
+		ESS: make([]float64, ns), MaxW: make([]float64, ns),
+		ValueLoss: make([]float64, ns), PolicyLoss: make([]float64, ns),
+	}
+
+	// Van der Waals force, on the weights w^k.
+	psi := make([][]float64, ns)
+	for i := range ns {
+		psi[i] = successorFeatures(l.w[i].w, l.in.Phi, l.in.PhiDim)
+	}
+	nb, err := Nearest(psi)
+	if err != nil {
+		return m, err
+	}
+	m.Distance, m.Nearest = nb.Distance, nb.Nearest
+	m.Objective, m.MeanMinDistance = Objective(nb.Distance, l.cfg.L0), MeanMinDistance(nb.Distance)
+	force := Force(psi, nb, l.cfg.L0)
+	sigmas := make([]float64, ns)
+	for i := range ns {
+		sigmas[i] = l.sigma(i)
+		Reward(l.in.Phi, force[i], l.beta[i])
+		Mix(l.beta[i], l.in.RE, sigmas[i], l.reward[i])
+	}
+
+	// Latents, values, weights and policies, every skill on its own
+	// goroutine.
+	latents := make([]Latent, ns)
+	errs := make([]error, ns)
+	var wg sync.WaitGroup
+	for i := range ns {
+		wg.Go(func() {
+			latents[i], errs[i] = l.train(i, &m)
+			latents[i].Sigma = sigmas[i]
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return m, fmt.Errorf("dualforce: iteration %d: %w", l.k, err)
+	}
+	l.latents = append(l.latents, latents...)
+
+	// Bounded Lagrange multipliers.
+	if !l.cfg.DiversityOff {
+		MultiplierStep(l.mu, m.Constraint, l.cfg.Eps, l.cfg.MuLR)
+	}
+	for i := range ns {
+		m.Sigma[i] = l.sigma(i)
+	}
+	return m, nil
+}
+
+// train runs skill i's part of an iteration with the reward l.reward[i] and
+// fills its entries of m (each goroutine writes only index i).
+func (l *Loop) train(i int, m *Metrics) (Latent, error) {
+	s := l.skills[i]
+	z, err := s.Encoder.Encode(l.reward[i])
+	if err != nil {
+		return Latent{}, fmt.Errorf("skill %d: encoding its reward: %w", i, err)
+	}
+	if err := s.Value.SetReward(l.reward[i]); err != nil {
+		return Latent{}, fmt.Errorf("skill %d: %w", i, err)
+	}
+	if err := s.Value.SetLatent(z); err != nil {
+		return Latent{}, fmt.Errorf("skill %d: %w", i, err)
+	}
+	for range l.cfg.ValueSteps {
+		if m.ValueLoss[i], err = s.Value.Step(); err != nil {
+			return Latent{}, fmt.Errorf("skill %d: %w", i, err)
+		}
+	}
+	wNew, err := s.Value.Weights()
+	if err != nil {
+		return Latent{}, fmt.Errorf("skill %d: %w", i, err)
+	}
+	w := l.w[i].add(wNew)
+	if err := s.Policy.SetLatent(z); err != nil {
+		return Latent{}, fmt.Errorf("skill %d: %w", i, err)
+	}
+	if err := s.Policy.SetWeights(w); err != nil {
+		return Latent{}, fmt.Errorf("skill %d: %w", i, err)
+	}
+	for range l.cfg.PolicySteps {
+		m.PolicyLoss[i] = s.Policy.Step()
+	}
+	stats := dice.Summarise(w)
+	m.ESS[i], m.MaxW[i] = stats.ESS, stats.Max
+	m.Constraint[i] = constraint(w, l.in.RE)
+	psi := successorFeatures(w, l.in.Phi, l.in.PhiDim)
+	lat := Latent{Skill: i, Iteration: l.k, Constraint: m.Constraint[i], Psi: make([]float32, len(psi)), Z: z}
+	for k, p := range psi {
+		lat.Psi[k] = float32(p)
+	}
+	return lat, nil
+}
