@@ -42,4 +42,3 @@ func (p *polyak) add(w []float64) []float64 {
 	}
 	return p.w
 }
-
