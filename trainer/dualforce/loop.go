@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"sync"
 
+	"github.com/dualforce/dualforce/trainer/dataset"
 	"github.com/dualforce/dualforce/trainer/dice"
 )
 
@@ -30,7 +31,8 @@ type Policy interface {
 
 // Encoder is the frozen FRE encoder over the offline states: the mean
 // latent of a reward (one value per offline transition) over m random
-// subsets of t states. Each skill has its own (they run side by side).
+// subsets of t states, in a new slice. Each skill has its own (they run side
+// by side).
 type Encoder interface {
 	Encode(reward []float32) ([]float32, error)
 }
@@ -148,6 +150,12 @@ func New(cfg Config, in Inputs, skills []Skill, rng *rand.Rand) (*Loop, error) {
 	n := len(in.RE)
 	if n == 0 || in.PhiDim <= 0 || len(in.Phi) != n*in.PhiDim {
 		return nil, fmt.Errorf("%w: %d rewards, %d features of width %d", ErrConfig, n, len(in.Phi), in.PhiDim)
+	}
+	if err := dataset.CheckFinite("diversity features", in.Phi, in.PhiDim); err != nil {
+		return nil, err
+	}
+	if err := dataset.CheckFinite("imitation reward", in.RE, 1); err != nil {
+		return nil, err
 	}
 	l := &Loop{cfg: cfg, in: in, n: n, skills: skills, mu: make([]float64, len(skills))}
 	for i := range skills {

@@ -1,0 +1,217 @@
+package dualforce
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/dualforce/dualforce/trainer/dataset"
+)
+
+// scriptedSkill is a value learner, policy and encoder whose weights are a
+// fixed vector: enough to check what the loop computes and stores around
+// them.
+type scriptedSkill struct {
+	w       []float64
+	reward  []float32
+	z       float32
+	err     error
+	latents [][]float32
+	steps   int
+}
+
+func (s *scriptedSkill) SetReward(r []float32) error { s.reward = slices.Clone(r); return nil }
+func (s *scriptedSkill) SetLatent(z []float32) error {
+	s.latents = append(s.latents, slices.Clone(z))
+	return nil
+}
+func (s *scriptedSkill) Step() (float64, error)      { s.steps++; return 0, nil }
+func (s *scriptedSkill) Weights() ([]float64, error) { return s.w, s.err }
+func (s *scriptedSkill) Encode(r []float32) ([]float32, error) {
+	s.z++
+	return []float32{s.z, r[0]}, nil
+}
+
+type scriptedPolicy struct{ w []float64 }
+
+func (p *scriptedPolicy) SetLatent([]float32) error    { return nil }
+func (p *scriptedPolicy) SetWeights(w []float64) error { p.w = slices.Clone(w); return nil }
+func (p *scriptedPolicy) Step() float64                { return 0 }
+
+func scriptedLoop(t *testing.T, cfg Config, w [][]float64, in Inputs) (*Loop, []*scriptedSkill, []*scriptedPolicy) {
+	t.Helper()
+	var skills []Skill
+	var ss []*scriptedSkill
+	var ps []*scriptedPolicy
+	for i := range w {
+		s, p := &scriptedSkill{w: w[i]}, &scriptedPolicy{}
+		ss, ps = append(ss, s), append(ps, p)
+		skills = append(skills, Skill{Value: s, Policy: p, Encoder: s})
+	}
+	l, err := New(cfg, in, skills, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, ss, ps
+}
+
+// TestIterateFollowsAlgorithm1 checks one iteration against the algorithm
+// computed by hand on three transitions with one-dimensional features.
+func TestIterateFollowsAlgorithm1(t *testing.T) {
+	in := Inputs{Phi: []float32{-1, 0, 2}, PhiDim: 1, RE: []float32{0.5, -1, 1}}
+	w := [][]float64{{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}
+	cfg := DefaultConfig()
+	cfg.L0, cfg.Eps, cfg.MuLR, cfg.ValueSteps, cfg.PolicySteps = 4, 0.5, 0.3, 2, 1
+	l, ss, ps := scriptedLoop(t, cfg, w, in)
+	// Replace the Dirichlet start by known weights: psi = (0.5, 1, 1.5).
+	start := [][]float64{{0.5, 0.5, 0}, {1.0 / 3, 1.0 / 3, 1.0 / 3}, {0, 0.5, 0.5}}
+	for i := range start {
+		copy(l.Weights(i), start[i])
+	}
+	m, err := l.Iterate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	psi0 := []float64{-0.5, 1.0 / 3, 1}
+	// Nearest: 0 -> 1 (0.833), 1 -> 2 (0.667), 2 -> 1 (0.667).
+	wantJ, wantL := []int{1, 2, 1}, []float64{psi0[1] - psi0[0], psi0[2] - psi0[1], psi0[2] - psi0[1]}
+	for i := range 3 {
+		if m.Nearest[i] != wantJ[i] || math.Abs(m.Distance[i]-wantL[i]) > 1e-12 {
+			t.Errorf("skill %d: nearest %d at %g, want %d at %g", i, m.Nearest[i], m.Distance[i], wantJ[i], wantL[i])
+		}
+		// R = (1 - s) beta + s rE with s = sigmoid(0) = 1/2 and
+		// beta(s) = (1 - (l/l0)^3) phi(s) (psi_i - psi_j*).
+		g := (1 - math.Pow(wantL[i]/4, 3)) * (psi0[i] - psi0[wantJ[i]])
+		for r := range 3 {
+			want := 0.5*float64(in.Phi[r])*g + 0.5*float64(in.RE[r])
+			if got := float64(ss[i].reward[r]); math.Abs(got-want) > 1e-6 {
+				t.Errorf("skill %d: R(s_%d) = %g, want %g", i, r, got, want)
+			}
+		}
+		if ss[i].steps != 2 {
+			t.Errorf("skill %d: %d value steps, want 2", i, ss[i].steps)
+		}
+		// alpha_1 = 1: the new weights replace the start.
+		if !slices.Equal(l.Weights(i), w[i]) || !slices.Equal(ps[i].w, w[i]) {
+			t.Errorf("skill %d: weights %v, policy fitted to %v, want %v", i, l.Weights(i), ps[i].w, w[i])
+		}
+		// phi = log N + sum w (log w - rE) = log 3 - rE(s_i) for one-hot w.
+		wantPhi := math.Log(3) - float64(in.RE[i])
+		if math.Abs(m.Constraint[i]-wantPhi) > 1e-6 {
+			t.Errorf("skill %d: phi %g, want %g", i, m.Constraint[i], wantPhi)
+		}
+		wantMu := -0.3 * 0.25 * (0.5 - wantPhi)
+		if math.Abs(m.Sigma[i]-Sigmoid(wantMu)) > 1e-12 {
+			t.Errorf("skill %d: sigma %g after the step, want %g", i, m.Sigma[i], Sigmoid(wantMu))
+		}
+		lat := l.Latents()[i]
+		wantZ := []float32{1, ss[i].reward[0]}
+		if lat.Skill != i || lat.Iteration != 1 || lat.Sigma != 0.5 || lat.Constraint != m.Constraint[i] ||
+			!slices.Equal(lat.Psi, []float32{in.Phi[i]}) || !slices.Equal(lat.Z, wantZ) {
+			t.Errorf("skill %d: stored %+v, want skill %d, iteration 1, sigma 0.5, phi %g, psi [%g], z %v",
+				i, lat, i, m.Constraint[i], in.Phi[i], wantZ)
+		}
+		if len(ss[i].latents) != 1 || !slices.Equal(ss[i].latents[0], wantZ) {
+			t.Errorf("skill %d: value conditioned on %v, want %v", i, ss[i].latents, wantZ)
+		}
+	}
+	if want := Objective(wantL, 4); math.Abs(m.Objective-want) > 1e-12 {
+		t.Errorf("objective %g, want %g", m.Objective, want)
+	}
+	if m.ESS[0] != 1 || m.MaxW[0] != 1 {
+		t.Errorf("ESS %g, max w %g of one-hot weights, want 1 and 1", m.ESS[0], m.MaxW[0])
+	}
+
+	// The second iteration stores three more latents under iteration 2,
+	// with the sigma its rewards used.
+	sigmaBefore := slices.Clone(m.Sigma)
+	if _, err := l.Iterate(); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(l.Latents()); got != 6 {
+		t.Fatalf("%d latents after two iterations, want 6", got)
+	}
+	for i, lat := range l.Latents()[3:] {
+		if lat.Skill != i || lat.Iteration != 2 || lat.Sigma != sigmaBefore[i] {
+			t.Errorf("second iteration, skill %d: stored skill %d iteration %d sigma %g, want sigma %g",
+				i, lat.Skill, lat.Iteration, lat.Sigma, sigmaBefore[i])
+		}
+	}
+}
+
+func TestDiversityOffUsesTheImitationRewardOnly(t *testing.T) {
+	in := Inputs{Phi: []float32{-1, 0, 2}, PhiDim: 1, RE: []float32{0.5, -1, 1}}
+	cfg := DefaultConfig()
+	cfg.DiversityOff = true
+	l, ss, _ := scriptedLoop(t, cfg, [][]float64{{1, 0, 0}, {0, 1, 0}}, in)
+	m, err := l.Iterate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range ss {
+		for r := range 3 {
+			if ss[i].reward[r] != in.RE[r] {
+				t.Errorf("skill %d: R = %v, want r_E = %v", i, ss[i].reward, in.RE)
+				break
+			}
+		}
+		if m.Sigma[i] != 1 || l.Latents()[i].Sigma != 1 {
+			t.Errorf("skill %d: sigma %g (stored %g), want 1", i, m.Sigma[i], l.Latents()[i].Sigma)
+		}
+	}
+}
+
+func TestIterateReportsTheFailingSkill(t *testing.T) {
+	in := Inputs{Phi: []float32{-1, 0, 2}, PhiDim: 1, RE: []float32{0.5, -1, 1}}
+	l, ss, _ := scriptedLoop(t, DefaultConfig(), [][]float64{{1, 0, 0}, {0, 1, 0}}, in)
+	broken := errors.New("value diverged")
+	ss[1].err = broken
+	if _, err := l.Iterate(); !errors.Is(err, broken) {
+		t.Fatalf("err %v, want the skill's error", err)
+	}
+	if len(l.Latents()) != 0 {
+		t.Errorf("%d latents stored by a failed iteration, want 0", len(l.Latents()))
+	}
+}
+
+func TestNewRefusesBadInput(t *testing.T) {
+	good := func() (Config, Inputs, int) {
+		return DefaultConfig(), Inputs{Phi: []float32{-1, 0, 2}, PhiDim: 1, RE: []float32{0.5, -1, 1}}, 3
+	}
+	nan := float32(math.NaN())
+	tests := []struct {
+		name   string
+		change func(*Config, *Inputs, *int)
+		want   error
+	}{
+		{"one skill", func(_ *Config, _ *Inputs, n *int) { *n = 1 }, ErrConfig},
+		{"l0 zero", func(c *Config, _ *Inputs, _ *int) { c.L0 = 0 }, ErrConfig},
+		{"l0 NaN", func(c *Config, _ *Inputs, _ *int) { c.L0 = math.NaN() }, ErrConfig},
+		{"Polyak floor zero", func(c *Config, _ *Inputs, _ *int) { c.MinAlpha = 0 }, ErrConfig},
+		{"multiplier start out of bounds", func(c *Config, _ *Inputs, _ *int) { c.MuInit = 4 }, ErrConfig},
+		{"negative steps", func(c *Config, _ *Inputs, _ *int) { c.ValueSteps = -1 }, ErrConfig},
+		{"features of another length", func(_ *Config, in *Inputs, _ *int) { in.Phi = in.Phi[:2] }, ErrConfig},
+		{"no transitions", func(_ *Config, in *Inputs, _ *int) { in.Phi, in.RE = nil, nil }, ErrConfig},
+		{"NaN feature", func(_ *Config, in *Inputs, _ *int) { in.Phi[1] = nan }, new(dataset.NonFiniteError)},
+		{"infinite reward", func(_ *Config, in *Inputs, _ *int) { in.RE[2] = float32(math.Inf(-1)) }, new(dataset.NonFiniteError)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, in, n := good()
+			tc.change(&cfg, &in, &n)
+			skills := make([]Skill, n)
+			_, err := New(cfg, in, skills, rand.New(rand.NewPCG(1, 1)))
+			var nf *dataset.NonFiniteError
+			switch {
+			case errors.As(tc.want, &nf):
+				if !errors.As(err, &nf) {
+					t.Errorf("err %v, want a NonFiniteError", err)
+				}
+			case !errors.Is(err, tc.want):
+				t.Errorf("err %v, want %v", err, tc.want)
+			}
+		})
+	}
+}
