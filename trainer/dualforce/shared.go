@@ -1,9 +1,14 @@
 package dualforce
 
-import "github.com/dualforce/dualforce/trainer/dice"
+import (
+	"fmt"
+	"math"
+
+	"github.com/dualforce/dualforce/trainer/dice"
+)
 
 // TODO(merge): issue 12 moves these into trainer/dice (dice.SuccessorFeatures,
-// dice.Constraint, dice.Polyak); this file goes when it lands in main.
+// dice.Constraint, dice.Polyak, dice.CheckWeights); this file goes when it lands in main.
 
 // successorFeatures is the offline successor-feature estimate
 // psi = sum_i w_i phi(s_i), for phi given as rows of dim values.
@@ -41,4 +46,23 @@ func (p *polyak) add(w []float64) []float64 {
 		p.w[i] = (1-alpha)*p.w[i] + alpha*x
 	}
 	return p.w
+}
+
+// checkDistribution reports whether w holds n non-negative finite values
+// that sum to 1 (to rounding).
+func checkDistribution(w []float64, n int) error {
+	if len(w) != n {
+		return fmt.Errorf("%d weights for %d transitions", len(w), n)
+	}
+	sum := 0.0
+	for i, x := range w {
+		if !(x >= 0) || math.IsInf(x, 0) {
+			return fmt.Errorf("w[%d] = %v", i, x)
+		}
+		sum += x
+	}
+	if math.Abs(sum-1) > 1e-6 {
+		return fmt.Errorf("they sum to %v", sum)
+	}
+	return nil
 }

@@ -175,8 +175,14 @@ func (p tabularPolicy) Step() float64                { return p.s.tr.PolicyStep(
 // meanEncoder stands in for the frozen FRE: z is the reward's mean over m
 // random subsets of t transitions, a fixed function of the reward.
 type meanEncoder struct {
+	src  *rand.PCG
 	rng  *rand.Rand
 	m, t int
+}
+
+func newMeanEncoder(seed uint64) *meanEncoder {
+	src := rand.NewPCG(seed, 3)
+	return &meanEncoder{src: src, rng: rand.New(src), m: 4, t: 64}
 }
 
 func (e *meanEncoder) Encode(r []float32) ([]float32, error) {
@@ -202,7 +208,7 @@ func toySkills(t *testing.T, tb *toy, n int) []Skill {
 			t.Fatal(err)
 		}
 		s := &tabularSkill{tr: tr, reward: reward}
-		skills = append(skills, Skill{Value: s, Policy: tabularPolicy{s}, Encoder: &meanEncoder{rng: rand.New(rand.NewPCG(uint64(i), 3)), m: 4, t: 64}})
+		skills = append(skills, Skill{Value: s, Policy: tabularPolicy{s}, Encoder: newMeanEncoder(uint64(i))})
 	}
 	return skills
 }

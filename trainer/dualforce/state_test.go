@@ -1,0 +1,122 @@
+package dualforce
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+
+	"github.com/dualforce/dualforce/trainer/dice"
+)
+
+// toyRun is the toy's loop with handles on every part that holds state.
+type toyRun struct {
+	loop     *Loop
+	trainers []*dice.Trainer
+	encoders []*meanEncoder
+}
+
+func newToyRun(t *testing.T, tb *toy) *toyRun {
+	t.Helper()
+	skills := toySkills(t, tb, 3)
+	r := &toyRun{}
+	for _, s := range skills {
+		r.trainers = append(r.trainers, s.Value.(*tabularSkill).tr)
+		r.encoders = append(r.encoders, s.Encoder.(*meanEncoder))
+	}
+	var err error
+	if r.loop, err = New(toyConfig(), tb.in, skills, rand.New(rand.NewPCG(15, 2))); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func (r *toyRun) iterate(t *testing.T, n int) {
+	t.Helper()
+	for range n {
+		if _, err := r.loop.Iterate(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestResumeIsBitIdentical: a loop rebuilt from scratch and given the saved
+// state of the loop, its learners and its encoders continues exactly as the
+// loop that saved them.
+func TestResumeIsBitIdentical(t *testing.T) {
+	const before, after = 12, 8
+	tb := newToy(rand.New(rand.NewPCG(15, 1)), 4000)
+	whole := newToyRun(t, tb)
+	whole.iterate(t, before)
+	saved := whole.loop.State()
+	var learners []dice.State
+	var encoders [][]byte
+	for i := range whole.trainers {
+		learners = append(learners, whole.trainers[i].State())
+		b, err := whole.encoders[i].src.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		encoders = append(encoders, b)
+	}
+	whole.iterate(t, after)
+
+	resumed := newToyRun(t, tb)
+	if err := resumed.loop.Restore(saved); err != nil {
+		t.Fatal(err)
+	}
+	for i := range resumed.trainers {
+		if err := resumed.trainers[i].Restore(learners[i]); err != nil {
+			t.Fatal(err)
+		}
+		if err := resumed.encoders[i].src.UnmarshalBinary(encoders[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resumed.iterate(t, after)
+	got, want := resumed.loop.State(), whole.loop.State()
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("resumed run differs from the uninterrupted one (iteration %d vs %d, mu %v vs %v)",
+			got.Iteration, want.Iteration, got.Mu, want.Mu)
+	}
+	t.Logf("%d iterations, resumed after %d: %d latents, mu %v, bit-identical", before+after, before, len(got.Latents), got.Mu)
+}
+
+func TestRestoreRefusesStatesThatDoNotFit(t *testing.T) {
+	in := Inputs{Phi: []float32{-1, 0, 2}, PhiDim: 1, RE: []float32{0.5, -1, 1}}
+	l, _, _ := scriptedLoop(t, DefaultConfig(), [][]float64{{1, 0, 0}, {0, 1, 0}}, in)
+	if _, err := l.Iterate(); err != nil {
+		t.Fatal(err)
+	}
+	good := l.State()
+	tests := []struct {
+		name  string
+		spoil func(*State)
+	}{
+		{"negative iteration", func(s *State) { s.Iteration = -1 }},
+		{"multiplier missing", func(s *State) { s.Mu = s.Mu[:1] }},
+		{"multiplier out of bounds", func(s *State) { s.Mu[0] = 3.5 }},
+		{"multiplier NaN", func(s *State) { s.Mu[1] = math.NaN() }},
+		{"weights of another length", func(s *State) { s.Weights[0] = s.Weights[0][:2] }},
+		{"negative weight", func(s *State) { s.Weights[1] = []float64{1.5, -0.5, 0} }},
+		{"weights not summing to one", func(s *State) { s.Weights[1] = []float64{0.5, 0, 0} }},
+		{"latent missing", func(s *State) { s.Latents = s.Latents[:1] }},
+		{"latents out of order", func(s *State) { s.Latents[0], s.Latents[1] = s.Latents[1], s.Latents[0] }},
+		{"latent sigma above one", func(s *State) { s.Latents[0].Sigma = 1.5 }},
+		{"latent psi of another width", func(s *State) { s.Latents[1].Psi = nil }},
+		{"latent z NaN", func(s *State) { s.Latents[1].Z[0] = float32(math.NaN()) }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := l.State()
+			tc.spoil(&s)
+			if err := l.Restore(s); !errors.Is(err, ErrState) {
+				t.Fatalf("err %v, want ErrState", err)
+			}
+			if !reflect.DeepEqual(l.State(), good) {
+				t.Fatal("a refused state changed the loop")
+			}
+		})
+	}
+}
