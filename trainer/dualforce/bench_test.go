@@ -1,0 +1,127 @@
+package dualforce
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/dualforce/dualforce/trainer/dataset"
+	"github.com/dualforce/dualforce/trainer/dice"
+)
+
+// benchSet is random data of the locomotion shapes (48 observations, 12
+// actions, 12 diversity features, episodes of 50 steps) at the size of the
+// test-scale set; the cost does not depend on the values.
+func benchSet(n int) (*dataset.Offline, Inputs) {
+	const obsDim, actDim, phiDim = 48, 12, 12
+	rng := rand.New(rand.NewPCG(8, 15))
+	o := &dataset.Offline{
+		ObsDim: obsDim, ActDim: actDim,
+		Obs: make([]float32, n*obsDim), NextObs: make([]float32, n*obsDim), Act: make([]float32, n*actDim),
+		Terminal: make([]bool, n), Timeout: make([]bool, n), EpisodeStart: make([]bool, n),
+	}
+	for i := range o.Obs {
+		o.Obs[i] = float32(rng.NormFloat64())
+	}
+	for i := range n {
+		if i+1 < n && (i+1)%50 != 0 {
+			copy(o.NextObs[i*obsDim:(i+1)*obsDim], o.Obs[(i+1)*obsDim:(i+2)*obsDim])
+		} else {
+			for k := range obsDim {
+				o.NextObs[i*obsDim+k] = float32(rng.NormFloat64())
+			}
+		}
+		o.EpisodeStart[i] = i%50 == 0
+	}
+	for i := range o.Act {
+		o.Act[i] = float32(2*rng.Float64() - 1)
+	}
+	in := Inputs{Phi: make([]float32, n*phiDim), PhiDim: phiDim, RE: make([]float32, n)}
+	for i := range in.Phi {
+		in.Phi[i] = float32(rng.NormFloat64())
+	}
+	for i := range in.RE {
+		in.RE[i] = float32(rng.NormFloat64())
+	}
+	return o, in
+}
+
+// BenchmarkIteration times one outer iteration with n = 3 skills at the
+// paper's networks and batch (V and pi 256-256 ReLU, batch 8192, one value
+// and one policy step per skill) on 65,536 transitions, and splits it:
+// "vdw" is the loop's own work for all skills (successor features, nearest
+// skills, rewards; plus the constraint estimates), "skill" one skill's
+// learner work (value step, whole-set weight pass, Polyak, policy step).
+// The FRE encoder is a stand-in here (the real one adds m subset passes of
+// its transformer per skill). Run with GOMAXPROCS=2:
+//
+//	GOMAXPROCS=2 go test -run XXX -bench Iteration -benchtime 5x ./trainer/dualforce
+func BenchmarkIteration(b *testing.B) {
+	const n = 65536
+	data, in := benchSet(n)
+	skills := make([]Skill, 3)
+	trainers := make([]*tabularSkill, 3)
+	for i := range skills {
+		cfg := dice.DefaultConfig()
+		cfg.Seed = uint64(i + 1)
+		reward := make([]float32, n)
+		tr, err := dice.New(data, reward, cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		trainers[i] = &tabularSkill{tr: tr, reward: reward}
+		skills[i] = Skill{Value: trainers[i], Policy: tabularPolicy{trainers[i]}, Encoder: newMeanEncoder(uint64(i))}
+	}
+	cfg := DefaultConfig()
+	loop, err := New(cfg, in, skills, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("GOMAXPROCS=%d", runtime.GOMAXPROCS(0))
+	b.Run("iteration", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := loop.Iterate(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/iteration")
+	})
+	b.Run("vdw", func(b *testing.B) {
+		for b.Loop() {
+			psi := make([][]float64, 3)
+			for i := range psi {
+				psi[i] = successorFeatures(loop.Weights(i), in.Phi, in.PhiDim)
+			}
+			nb, err := Nearest(psi)
+			if err != nil {
+				b.Fatal(err)
+			}
+			force := Force(psi, nb, cfg.L0)
+			for i := range psi {
+				Reward(in.Phi, force[i], loop.beta[i])
+				Mix(loop.beta[i], in.RE, 0.5, loop.reward[i])
+				constraint(loop.Weights(i), in.RE)
+			}
+		}
+	})
+	b.Run("skill", func(b *testing.B) {
+		s := trainers[0]
+		var value, weights, policy time.Duration
+		for b.Loop() {
+			t0 := time.Now()
+			s.Step()
+			t1 := time.Now()
+			w, _ := s.Weights()
+			t2 := time.Now()
+			_ = s.SetWeights(w)
+			tabularPolicy{s}.Step()
+			t3 := time.Now()
+			value, weights, policy = value+t1.Sub(t0), weights+t2.Sub(t1), policy+t3.Sub(t2)
+		}
+		per := func(d time.Duration) float64 { return float64(d.Milliseconds()) / float64(b.N) }
+		b.ReportMetric(per(value), "value-ms")
+		b.ReportMetric(per(weights), "weights-ms")
+		b.ReportMetric(per(policy), "policy-ms")
+	})
+}
