@@ -1,0 +1,102 @@
+package dualforce
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/dualforce/dualforce/trainer/metrics"
+)
+
+// Keys of a Record. Per-skill values carry the skill's index: "phi_0",
+// "sigma_0", and so on.
+const (
+	KeyObjective       = "vdw_objective"
+	KeyMeanMinDistance = "mean_min_distance"
+	keyConstraint      = "phi"
+	keySigma           = "sigma"
+	keyDistance        = "l"
+	keyNearest         = "nearest"
+	keyESS             = "ess"
+	keyMaxW            = "max_w"
+	keyValueLoss       = "value_loss"
+	keyPolicyLoss      = "policy_loss"
+)
+
+// SkillKey names the metrics-log key of a per-skill value, e.g.
+// SkillKey("phi", 2) = "phi_2".
+func SkillKey(name string, skill int) string { return fmt.Sprintf("%s_%d", name, skill) }
+
+// Record is the metrics-log line of an iteration: one flat JSON object
+// whose numbers a metrics.Series reads back column by column.
+func (m Metrics) Record() map[string]metrics.Num {
+	rec := map[string]metrics.Num{
+		metrics.IterationKey: metrics.Num(m.Iteration),
+		KeyObjective:         metrics.Num(m.Objective),
+		KeyMeanMinDistance:   metrics.Num(m.MeanMinDistance),
+	}
+	for _, col := range []struct {
+		key string
+		x   []float64
+	}{
+		{keyConstraint, m.Constraint}, {keySigma, m.Sigma}, {keyDistance, m.Distance},
+		{keyESS, m.ESS}, {keyMaxW, m.MaxW}, {keyValueLoss, m.ValueLoss}, {keyPolicyLoss, m.PolicyLoss},
+	} {
+		for i, v := range col.x {
+			rec[SkillKey(col.key, i)] = metrics.Num(v)
+		}
+	}
+	for i, j := range m.Nearest {
+		rec[SkillKey(keyNearest, i)] = metrics.Num(j)
+	}
+	return rec
+}
+
+// Figures a run draws from its metrics log.
+const (
+	// TrainingPlot is the paper's Dual-Force training-metrics row: the
+	// constraint estimate of every skill against eps, the VdW objective and
+	// the mean minimum successor-feature distance.
+	TrainingPlot = "dualforce.png"
+	// WeightsPlot shows each skill's imitation share sigmoid(mu_i) and the
+	// effective sample size of its weights.
+	WeightsPlot = "dualforce_weights.png"
+)
+
+// WritePlots draws TrainingPlot and WeightsPlot into dir from the metrics
+// log at logPath of a run with the given number of skills and bound eps.
+func WritePlots(logPath, dir string, skills int, eps float64) error {
+	var keys []string
+	for i := range skills {
+		keys = append(keys, SkillKey(keyConstraint, i), SkillKey(keySigma, i), SkillKey(keyESS, i))
+	}
+	s, err := metrics.ReadSeries(logPath, append(keys, KeyObjective, KeyMeanMinDistance)...)
+	if err != nil {
+		return err
+	}
+	x := s.Iteration
+	perSkill := func(key string) []metrics.Line {
+		lines := make([]metrics.Line, skills)
+		for i := range lines {
+			lines[i] = metrics.Line{Name: fmt.Sprintf("skill %d", i), X: x, Y: s.Values[SkillKey(key, i)]}
+		}
+		return lines
+	}
+	bound := make([]float64, len(x))
+	for i := range bound {
+		bound[i] = eps
+	}
+	if err := metrics.WritePNG(filepath.Join(dir, TrainingPlot), "iteration",
+		metrics.Panel{Title: "imitation constraint phi_i = log N + sum w (log w - r_E)", YLabel: "nats",
+			Lines: append(perSkill(keyConstraint), metrics.Line{Name: "eps", X: x, Y: bound})},
+		metrics.Panel{Title: "VdW objective sum 0.5 l^2 - 0.2 l^5 / l0^3", YLabel: "objective",
+			Lines: []metrics.Line{{Name: "VdW", X: x, Y: s.Values[KeyObjective]}}},
+		metrics.Panel{Title: "mean minimum successor-feature distance", YLabel: "mean_i l_i",
+			Lines: []metrics.Line{{Name: "mean min distance", X: x, Y: s.Values[KeyMeanMinDistance]}}},
+	); err != nil {
+		return err
+	}
+	return metrics.WritePNG(filepath.Join(dir, WeightsPlot), "iteration",
+		metrics.Panel{Title: "imitation share sigmoid(mu_i)", YLabel: "sigmoid(mu)", Lines: perSkill(keySigma)},
+		metrics.Panel{Title: "effective sample size (sum w)^2 / sum w^2", YLabel: "transitions", Lines: perSkill(keyESS)},
+	)
+}
