@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
 	"testing"
 
 	"github.com/dualforce/dualforce/trainer/dice"
@@ -118,5 +119,22 @@ func TestRestoreRefusesStatesThatDoNotFit(t *testing.T) {
 				t.Fatal("a refused state changed the loop")
 			}
 		})
+	}
+}
+
+// TestSkillsSideBySideAreDeterministic: the skills' goroutines share
+// nothing they write, so a run on one thread and one on four end alike.
+func TestSkillsSideBySideAreDeterministic(t *testing.T) {
+	tb := newToy(rand.New(rand.NewPCG(15, 1)), 4000)
+	var states []State
+	for _, procs := range []int{1, 4} {
+		prev := runtime.GOMAXPROCS(procs)
+		r := newToyRun(t, tb)
+		r.iterate(t, 10)
+		runtime.GOMAXPROCS(prev)
+		states = append(states, r.loop.State())
+	}
+	if !reflect.DeepEqual(states[0], states[1]) {
+		t.Fatalf("runs on 1 and 4 threads differ: mu %v vs %v", states[0].Mu, states[1].Mu)
 	}
 }
