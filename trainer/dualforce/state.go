@@ -81,3 +81,80 @@ func (l *Loop) Restore(s State) error {
 	}
 	return nil
 }
+
+// Names of the arrays a State is stored as (Arrays). Per-skill weights are
+// ArrayWeights followed by the skill's index.
+const (
+	ArrayMu         = "dualforce.mu"
+	ArrayWeights    = "dualforce.w."
+	ArraySkill      = "latents.skill"
+	ArrayIteration  = "latents.iteration"
+	ArraySigma      = "latents.sigmoid_mu"
+	ArrayConstraint = "latents.phi"
+	ArrayPsi        = "latents.offline_psi"
+	ArrayZ          = "latents.z"
+)
+
+// Arrays lays the state out as named arrays for a checkpoint: float64
+// multipliers, weights and per-latent numbers (integers are exact in
+// float64), and float32 psi and z rows of every latent.
+func (s State) Arrays() (f32 map[string][]float32, f64 map[string][]float64) {
+	f64 = map[string][]float64{ArrayMu: slices.Clone(s.Mu)}
+	for i, w := range s.Weights {
+		f64[fmt.Sprintf("%s%d", ArrayWeights, i)] = slices.Clone(w)
+	}
+	f32 = map[string][]float32{ArrayPsi: {}, ArrayZ: {}}
+	for _, name := range []string{ArraySkill, ArrayIteration, ArraySigma, ArrayConstraint} {
+		f64[name] = make([]float64, 0, len(s.Latents))
+	}
+	for _, lat := range s.Latents {
+		f64[ArraySkill] = append(f64[ArraySkill], float64(lat.Skill))
+		f64[ArrayIteration] = append(f64[ArrayIteration], float64(lat.Iteration))
+		f64[ArraySigma] = append(f64[ArraySigma], lat.Sigma)
+		f64[ArrayConstraint] = append(f64[ArrayConstraint], lat.Constraint)
+		f32[ArrayPsi] = append(f32[ArrayPsi], lat.Psi...)
+		f32[ArrayZ] = append(f32[ArrayZ], lat.Z...)
+	}
+	return f32, f64
+}
+
+// StateFromArrays reads back what Arrays wrote, for a loop of the given
+// number of skills, latent width and feature width at the given iteration.
+// It checks that every array is there with its size; Restore checks the
+// values.
+func StateFromArrays(f32 map[string][]float32, f64 map[string][]float64, iteration, skills, latentDim, featureDim int) (State, error) {
+	k := iteration * skills
+	s := State{Iteration: iteration, Mu: f64[ArrayMu]}
+	if len(s.Mu) != skills {
+		return State{}, fmt.Errorf("%w: %d multipliers for %d skills", ErrState, len(s.Mu), skills)
+	}
+	for i := range skills {
+		w, ok := f64[fmt.Sprintf("%s%d", ArrayWeights, i)]
+		if !ok {
+			return State{}, fmt.Errorf("%w: no weights of skill %d", ErrState, i)
+		}
+		s.Weights = append(s.Weights, w)
+	}
+	for _, c := range []struct {
+		name string
+		got  int
+		want int
+	}{
+		{ArraySkill, len(f64[ArraySkill]), k}, {ArrayIteration, len(f64[ArrayIteration]), k},
+		{ArraySigma, len(f64[ArraySigma]), k}, {ArrayConstraint, len(f64[ArrayConstraint]), k},
+		{ArrayPsi, len(f32[ArrayPsi]), k * featureDim}, {ArrayZ, len(f32[ArrayZ]), k * latentDim},
+	} {
+		if c.got != c.want {
+			return State{}, fmt.Errorf("%w: %s holds %d values, want %d", ErrState, c.name, c.got, c.want)
+		}
+	}
+	psi, z := f32[ArrayPsi], f32[ArrayZ]
+	for j := range k {
+		s.Latents = append(s.Latents, Latent{
+			Skill: int(f64[ArraySkill][j]), Iteration: int(f64[ArrayIteration][j]),
+			Sigma: f64[ArraySigma][j], Constraint: f64[ArrayConstraint][j],
+			Psi: psi[j*featureDim : (j+1)*featureDim], Z: z[j*latentDim : (j+1)*latentDim],
+		})
+	}
+	return s, nil
+}

@@ -138,3 +138,40 @@ func TestSkillsSideBySideAreDeterministic(t *testing.T) {
 		t.Fatalf("runs on 1 and 4 threads differ: mu %v vs %v", states[0].Mu, states[1].Mu)
 	}
 }
+
+func TestStateArraysRoundTrip(t *testing.T) {
+	in := Inputs{Phi: []float32{-1, 0, 2}, PhiDim: 1, RE: []float32{0.5, -1, 1}}
+	l, _, _ := scriptedLoop(t, DefaultConfig(), [][]float64{{1, 0, 0}, {0, 1, 0}}, in)
+	for range 3 {
+		if _, err := l.Iterate(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := l.State()
+	f32, f64 := s.Arrays()
+	back, err := StateFromArrays(f32, f64, 3, 2, 2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, s) {
+		t.Fatalf("round trip changed the state:\n got %+v\nwant %+v", back, s)
+	}
+	if err := l.Restore(back); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		spoil func(f32 map[string][]float32, f64 map[string][]float64)
+	}{
+		{"multipliers missing", func(_ map[string][]float32, f64 map[string][]float64) { delete(f64, ArrayMu) }},
+		{"weights of a skill missing", func(_ map[string][]float32, f64 map[string][]float64) { delete(f64, ArrayWeights+"1") }},
+		{"a latent short", func(_ map[string][]float32, f64 map[string][]float64) { f64[ArraySigma] = f64[ArraySigma][1:] }},
+		{"z of another width", func(f32 map[string][]float32, _ map[string][]float64) { f32[ArrayZ] = f32[ArrayZ][:5] }},
+	} {
+		f32, f64 := s.Arrays()
+		tc.spoil(f32, f64)
+		if _, err := StateFromArrays(f32, f64, 3, 2, 2, 1); !errors.Is(err, ErrState) {
+			t.Errorf("%s: err %v, want ErrState", tc.name, err)
+		}
+	}
+}
