@@ -48,19 +48,22 @@ type Skill struct {
 type Config struct {
 	// L0 is the VdW equilibrium distance, Eps the imitation-constraint
 	// bound phi_i <= Eps.
-	L0, Eps float64
+	L0  float64 `json:"l0"`
+	Eps float64 `json:"eps"`
 	// MuInit is every multiplier's start, MuLR the step size of its
 	// gradient descent (ours: plain steps, not Adam, whose steps have size
 	// about lr whatever the violation).
-	MuInit, MuLR float64
+	MuInit float64 `json:"mu_init"`
+	MuLR   float64 `json:"mu_lr"`
 	// MinAlpha floors the Polyak rate alpha_k = max(1/k, MinAlpha) (ours).
-	MinAlpha float64
+	MinAlpha float64 `json:"min_alpha"`
 	// ValueSteps and PolicySteps are gradient steps per skill and outer
 	// iteration.
-	ValueSteps, PolicySteps int
+	ValueSteps  int `json:"value_steps"`
+	PolicySteps int `json:"policy_steps"`
 	// DiversityOff fixes sigmoid(mu) = 1 (R = r_E, no multiplier steps):
 	// SMODICE-expert with n independent skills, the collapse check.
-	DiversityOff bool
+	DiversityOff bool `json:"diversity_off"`
 }
 
 // DefaultConfig is the locomotion setting (l0 6, eps 4) with one value and
