@@ -8,6 +8,7 @@ import (
 
 	"github.com/dualforce/dualforce/trainer/dataset"
 	"github.com/dualforce/dualforce/trainer/dice"
+	"github.com/dualforce/dualforce/trainer/wbc"
 )
 
 // benchSet is random data of the locomotion shapes (48 observations, 12
@@ -60,19 +61,9 @@ func benchSet(n int) (*dataset.Offline, Inputs) {
 func BenchmarkIteration(b *testing.B) {
 	const n = 65536
 	data, in := benchSet(n)
-	skills := make([]Skill, 3)
-	trainers := make([]*tabularSkill, 3)
-	for i := range skills {
-		cfg := dice.DefaultConfig()
-		cfg.Seed = uint64(i + 1)
-		reward := make([]float32, n)
-		tr, err := dice.New(data, reward, cfg)
-		if err != nil {
-			b.Fatal(err)
-		}
-		trainers[i] = &tabularSkill{tr: tr, reward: reward}
-		skills[i] = Skill{Value: trainers[i], Policy: tabularPolicy{trainers[i]}, Encoder: newMeanEncoder(uint64(i))}
-	}
+	value, policy := dice.DefaultValueConfig(), wbc.DefaultConfig()
+	value.Latent, policy.Latent = 16, 16
+	ts, skills := newToySkills(b, data, 3, value, policy)
 	cfg := DefaultConfig()
 	loop, err := New(cfg, in, skills, rand.New(rand.NewPCG(1, 2)))
 	if err != nil {
@@ -91,7 +82,7 @@ func BenchmarkIteration(b *testing.B) {
 		for b.Loop() {
 			psi := make([][]float64, 3)
 			for i := range psi {
-				psi[i] = successorFeatures(loop.Weights(i), in.Phi, in.PhiDim)
+				psi[i] = toFloat64(dice.SuccessorFeatures(loop.Weights(i), in.Phi, in.PhiDim))
 			}
 			nb, err := Nearest(psi)
 			if err != nil {
@@ -101,21 +92,28 @@ func BenchmarkIteration(b *testing.B) {
 			for i := range psi {
 				Reward(in.Phi, force[i], loop.beta[i])
 				Mix(loop.beta[i], in.RE, 0.5, loop.reward[i])
-				constraint(loop.Weights(i), in.RE)
+				dice.Constraint(loop.Weights(i), in.RE)
 			}
 		}
 	})
 	b.Run("skill", func(b *testing.B) {
-		s := trainers[0]
+		s := ts[0]
 		var value, weights, policy time.Duration
 		for b.Loop() {
 			t0 := time.Now()
-			s.Step()
+			if _, err := s.value.Step(); err != nil {
+				b.Fatal(err)
+			}
 			t1 := time.Now()
-			w, _ := s.Weights()
+			w, err := s.value.Weights()
+			if err != nil {
+				b.Fatal(err)
+			}
 			t2 := time.Now()
-			_ = s.SetWeights(w)
-			tabularPolicy{s}.Step()
+			if err := s.policy.SetWeights(w); err != nil {
+				b.Fatal(err)
+			}
+			s.policy.Step()
 			t3 := time.Now()
 			value, weights, policy = value+t1.Sub(t0), weights+t2.Sub(t1), policy+t3.Sub(t2)
 		}

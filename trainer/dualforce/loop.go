@@ -129,7 +129,7 @@ type Loop struct {
 	in     Inputs
 	n      int // transitions
 	skills []Skill
-	w      []*polyak
+	w      []*dice.Polyak
 	mu     []float64
 	k      int
 
@@ -162,7 +162,7 @@ func New(cfg Config, in Inputs, skills []Skill, rng *rand.Rand) (*Loop, error) {
 	}
 	l := &Loop{cfg: cfg, in: in, n: n, skills: skills, mu: make([]float64, len(skills))}
 	for i := range skills {
-		l.w = append(l.w, &polyak{minAlpha: cfg.MinAlpha, w: Dirichlet(rng, n)})
+		l.w = append(l.w, &dice.Polyak{MinAlpha: cfg.MinAlpha, W: Dirichlet(rng, n)})
 		l.mu[i] = cfg.MuInit
 		l.beta = append(l.beta, make([]float32, n))
 		l.reward = append(l.reward, make([]float32, n))
@@ -180,7 +180,7 @@ func (l *Loop) sigma(i int) float64 {
 
 // Weights returns skill i's current (Polyak-averaged) weights over the
 // offline set; the slice is the loop's.
-func (l *Loop) Weights(i int) []float64 { return l.w[i].w }
+func (l *Loop) Weights(i int) []float64 { return l.w[i].W }
 
 // Latents returns every latent stored so far, in order of iteration and
 // skill; the slice is the loop's.
@@ -203,7 +203,7 @@ func (l *Loop) Iterate() (Metrics, error) {
 	// Van der Waals force, on the weights w^k.
 	psi := make([][]float64, ns)
 	for i := range ns {
-		psi[i] = successorFeatures(l.w[i].w, l.in.Phi, l.in.PhiDim)
+		psi[i] = toFloat64(dice.SuccessorFeatures(l.w[i].W, l.in.Phi, l.in.PhiDim))
 	}
 	nb, err := Nearest(psi)
 	if err != nil {
@@ -269,7 +269,7 @@ func (l *Loop) train(i int, m *Metrics) (Latent, error) {
 	if err != nil {
 		return Latent{}, fmt.Errorf("skill %d: %w", i, err)
 	}
-	w := l.w[i].add(wNew)
+	w := l.w[i].Add(wNew)
 	if err := s.Policy.SetLatent(z); err != nil {
 		return Latent{}, fmt.Errorf("skill %d: %w", i, err)
 	}
@@ -281,11 +281,15 @@ func (l *Loop) train(i int, m *Metrics) (Latent, error) {
 	}
 	stats := dice.Summarise(w)
 	m.ESS[i], m.MaxW[i] = stats.ESS, stats.Max
-	m.Constraint[i] = constraint(w, l.in.RE)
-	psi := successorFeatures(w, l.in.Phi, l.in.PhiDim)
-	lat := Latent{Skill: i, Iteration: l.k, Constraint: m.Constraint[i], Psi: make([]float32, len(psi)), Z: z}
-	for k, p := range psi {
-		lat.Psi[k] = float32(p)
+	m.Constraint[i] = dice.Constraint(w, l.in.RE)
+	psi := dice.SuccessorFeatures(w, l.in.Phi, l.in.PhiDim)
+	return Latent{Skill: i, Iteration: l.k, Constraint: m.Constraint[i], Psi: psi, Z: z}, nil
+}
+
+func toFloat64(x []float32) []float64 {
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = float64(v)
 	}
-	return lat, nil
+	return out
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/dualforce/dualforce/trainer/dataset"
+	"github.com/dualforce/dualforce/trainer/dice"
 )
 
 // State is everything the loop itself changes: the iteration count, the
@@ -28,7 +29,7 @@ var ErrState = errors.New("dualforce: state does not fit this loop")
 func (l *Loop) State() State {
 	s := State{Iteration: l.k, Mu: slices.Clone(l.mu), Latents: cloneLatents(l.latents)}
 	for _, p := range l.w {
-		s.Weights = append(s.Weights, slices.Clone(p.w))
+		s.Weights = append(s.Weights, slices.Clone(p.W))
 	}
 	return s
 }
@@ -58,7 +59,10 @@ func (l *Loop) Restore(s State) error {
 		}
 	}
 	for i, w := range s.Weights {
-		if err := checkDistribution(w, l.n); err != nil {
+		if len(w) != l.n {
+			return fmt.Errorf("%w: skill %d has %d weights for %d transitions", ErrState, i, len(w), l.n)
+		}
+		if err := dice.CheckWeights(w); err != nil {
 			return fmt.Errorf("%w: skill %d's weights: %w", ErrState, i, err)
 		}
 	}
@@ -77,7 +81,7 @@ func (l *Loop) Restore(s State) error {
 	}
 	l.k, l.mu, l.latents = s.Iteration, slices.Clone(s.Mu), cloneLatents(s.Latents)
 	for i, w := range s.Weights {
-		l.w[i].k, l.w[i].w = s.Iteration, slices.Clone(w)
+		l.w[i].K, l.w[i].W = s.Iteration, slices.Clone(w)
 	}
 	return nil
 }

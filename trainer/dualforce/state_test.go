@@ -9,28 +9,23 @@ import (
 	"testing"
 
 	"github.com/dualforce/dualforce/trainer/dice"
+	"github.com/dualforce/dualforce/trainer/wbc"
 )
 
 // toyRun is the toy's loop with handles on every part that holds state.
 type toyRun struct {
-	loop     *Loop
-	trainers []*dice.Trainer
-	encoders []*meanEncoder
+	loop   *Loop
+	skills []toySkill
 }
 
 func newToyRun(t *testing.T, tb *toy) *toyRun {
 	t.Helper()
-	skills := toySkills(t, tb, 3)
-	r := &toyRun{}
-	for _, s := range skills {
-		r.trainers = append(r.trainers, s.Value.(*tabularSkill).tr)
-		r.encoders = append(r.encoders, s.Encoder.(*meanEncoder))
-	}
-	var err error
-	if r.loop, err = New(toyConfig(), tb.in, skills, rand.New(rand.NewPCG(15, 2))); err != nil {
+	ts, skills := toySkills(t, tb, 3)
+	l, err := New(toyConfig(), tb.in, skills, rand.New(rand.NewPCG(15, 2)))
+	if err != nil {
 		t.Fatal(err)
 	}
-	return r
+	return &toyRun{loop: l, skills: ts}
 }
 
 func (r *toyRun) iterate(t *testing.T, n int) {
@@ -42,6 +37,13 @@ func (r *toyRun) iterate(t *testing.T, n int) {
 	}
 }
 
+// skillState is what a skill's learners change while training.
+type skillState struct {
+	rng    []byte
+	value  dice.ValueState
+	policy wbc.State
+}
+
 // TestResumeIsBitIdentical: a loop rebuilt from scratch and given the saved
 // state of the loop, its learners and its encoders continues exactly as the
 // loop that saved them.
@@ -51,15 +53,13 @@ func TestResumeIsBitIdentical(t *testing.T) {
 	whole := newToyRun(t, tb)
 	whole.iterate(t, before)
 	saved := whole.loop.State()
-	var learners []dice.State
-	var encoders [][]byte
-	for i := range whole.trainers {
-		learners = append(learners, whole.trainers[i].State())
-		b, err := whole.encoders[i].src.MarshalBinary()
+	var learners []skillState
+	for _, sk := range whole.skills {
+		rng, err := sk.src.MarshalBinary()
 		if err != nil {
 			t.Fatal(err)
 		}
-		encoders = append(encoders, b)
+		learners = append(learners, skillState{rng: rng, value: sk.value.State(), policy: sk.policy.State()})
 	}
 	whole.iterate(t, after)
 
@@ -67,11 +67,14 @@ func TestResumeIsBitIdentical(t *testing.T) {
 	if err := resumed.loop.Restore(saved); err != nil {
 		t.Fatal(err)
 	}
-	for i := range resumed.trainers {
-		if err := resumed.trainers[i].Restore(learners[i]); err != nil {
+	for i, sk := range resumed.skills {
+		if err := sk.value.Restore(learners[i].value); err != nil {
 			t.Fatal(err)
 		}
-		if err := resumed.encoders[i].src.UnmarshalBinary(encoders[i]); err != nil {
+		if err := sk.policy.Restore(learners[i].policy); err != nil {
+			t.Fatal(err)
+		}
+		if err := sk.src.UnmarshalBinary(learners[i].rng); err != nil {
 			t.Fatal(err)
 		}
 	}

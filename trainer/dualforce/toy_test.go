@@ -9,6 +9,7 @@ import (
 
 	"github.com/dualforce/dualforce/trainer/dataset"
 	"github.com/dualforce/dualforce/trainer/dice"
+	"github.com/dualforce/dualforce/trainer/wbc"
 )
 
 // The toy whose answer is known. A tabular MDP with one-hot states: a start
@@ -139,66 +140,64 @@ func (tb *toy) mass(w []float64) [toyBranches]float64 {
 	return m
 }
 
-// tabularSkill adapts a dice.Trainer with a linear (tabular) value function
-// to the loop's Value and Policy: it keeps the reward slice New was given
-// and SetReward overwrites it in place. The tabular V needs no latent.
-// TODO(merge): dice.Value and wbc.Learner (issue 12) replace this.
-type tabularSkill struct {
-	tr     *dice.Trainer
-	reward []float32
-}
-
-func (s *tabularSkill) SetReward(r []float32) error  { copy(s.reward, r); return nil }
-func (s *tabularSkill) SetLatent([]float32) error    { return nil }
-func (s *tabularSkill) Step() (float64, error)       { return s.tr.ValueStep(), nil }
-func (s *tabularSkill) Weights() ([]float64, error)  { return s.tr.Weights(), nil }
-func (s *tabularSkill) SetWeights(w []float64) error { return s.tr.SetPolicyWeights(w) }
-
-type tabularPolicy struct{ s *tabularSkill }
-
-func (p tabularPolicy) SetLatent([]float32) error    { return nil }
-func (p tabularPolicy) SetWeights(w []float64) error { return p.s.tr.SetPolicyWeights(w) }
-func (p tabularPolicy) Step() float64                { return p.s.tr.PolicyStep() }
-
 // meanEncoder stands in for the frozen FRE: z is the reward's mean over m
-// random subsets of t transitions, a fixed function of the reward.
+// random subsets of t transitions, a fixed function of the reward. It
+// draws with its skill's generator.
 type meanEncoder struct {
-	src  *rand.PCG
-	rng  *rand.Rand
-	m, t int
+	rng    *rand.Rand
+	dim, t int
 }
 
-func newMeanEncoder(seed uint64) *meanEncoder {
-	src := rand.NewPCG(seed, 3)
-	return &meanEncoder{src: src, rng: rand.New(src), m: 4, t: 64}
-}
-
+// Encode returns z with z_j the reward's mean over the j-th subset.
 func (e *meanEncoder) Encode(r []float32) ([]float32, error) {
-	s := 0.0
-	for range e.m * e.t {
-		s += float64(r[e.rng.IntN(len(r))])
+	z := make([]float32, e.dim)
+	for j := range z {
+		s := 0.0
+		for range e.t {
+			s += float64(r[e.rng.IntN(len(r))])
+		}
+		z[j] = float32(s / float64(e.t))
 	}
-	return []float32{float32(s / float64(e.m*e.t))}, nil
+	return z, nil
 }
 
-func toySkills(t *testing.T, tb *toy, n int) []Skill {
+// toySkill is one skill's learners with a tabular (linear on one-hot
+// states) value function, and the generator they share.
+type toySkill struct {
+	src    *rand.PCG
+	value  *dice.Value
+	policy *wbc.Learner
+}
+
+func newToySkills(t testing.TB, data *dataset.Offline, n int, value dice.ValueConfig, policy wbc.Config) ([]toySkill, []Skill) {
 	t.Helper()
+	var ts []toySkill
 	var skills []Skill
 	for i := range n {
-		cfg := dice.DefaultConfig()
-		cfg.Gamma = toyGamma
-		cfg.ValueHidden, cfg.PolicyHidden = nil, []int{8}
-		cfg.Batch, cfg.InitBatch, cfg.ValueLR = 2048, 512, 0.05
-		cfg.Seed = uint64(100 + i)
-		reward := make([]float32, tb.data.Len())
-		tr, err := dice.New(tb.data, reward, cfg)
+		src := rand.NewPCG(uint64(100+i), 3)
+		rng := rand.New(src)
+		v, err := dice.NewValue(data, value, rng)
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := &tabularSkill{tr: tr, reward: reward}
-		skills = append(skills, Skill{Value: s, Policy: tabularPolicy{s}, Encoder: newMeanEncoder(uint64(i))})
+		pi, err := wbc.New(data, policy, rng)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, toySkill{src: src, value: v, policy: pi})
+		skills = append(skills, Skill{Value: v, Policy: pi, Encoder: &meanEncoder{rng: rng, dim: value.Latent, t: 256}})
 	}
-	return skills
+	return ts, skills
+}
+
+func toySkills(t *testing.T, tb *toy, n int) ([]toySkill, []Skill) {
+	t.Helper()
+	value := dice.DefaultValueConfig()
+	value.Gamma, value.Hidden, value.LR = toyGamma, nil, 0.05
+	value.Batch, value.InitBatch, value.Latent = 2048, 512, 1
+	policy := wbc.DefaultConfig()
+	policy.Hidden, policy.Batch, policy.Latent = []int{8}, 2048, 1
+	return newToySkills(t, tb.data, n, value, policy)
 }
 
 func toyConfig() Config {
@@ -219,7 +218,8 @@ func runToy(t *testing.T, cfg Config, iterations int) toyResult {
 	t.Helper()
 	const skills = 3
 	tb := newToy(rand.New(rand.NewPCG(15, 1)), 10000)
-	loop, err := New(cfg, tb.in, toySkills(t, tb, skills), rand.New(rand.NewPCG(15, 2)))
+	_, sk := toySkills(t, tb, skills)
+	loop, err := New(cfg, tb.in, sk, rand.New(rand.NewPCG(15, 2)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +238,7 @@ func runToy(t *testing.T, cfg Config, iterations int) toyResult {
 	}
 	for i := range skills {
 		res.mass = append(res.mass, tb.mass(loop.Weights(i)))
-		res.psi = append(res.psi, successorFeatures(loop.Weights(i), tb.in.Phi, tb.in.PhiDim))
+		res.psi = append(res.psi, toFloat64(dice.SuccessorFeatures(loop.Weights(i), tb.in.Phi, tb.in.PhiDim)))
 		t.Logf("skill %d: weight mass on modes 0, 1, 2 and junk: %s", i, fmtSlice(res.mass[i][:]))
 	}
 	if got, want := len(loop.Latents()), skills*iterations; got != want {
