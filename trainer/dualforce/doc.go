@@ -7,7 +7,10 @@
 // sigmoid(mu_i), constraint estimate phi_i and offline successor features.
 //
 // The VdW pieces are pure functions of the successor features (vdw.go); the
-// loop (loop.go) wires them to the shared machinery: a value learner by the
-// KL dual, a weighted-BC policy learner and a frozen FRE encoder, each seen
-// through a small interface so that the loop owns only its own logic.
+// loop (loop.go) wires them to a value learner by the KL dual, a weighted-BC
+// policy learner and a frozen FRE encoder per skill, each seen through a
+// small interface, so that the loop owns only its own logic; Train
+// (train.go) runs it on the shared machinery (dice.Value, wbc.Learner, the
+// run harness, one checkpoint format) and exports the bank through
+// trainer/export.
 package dualforce

@@ -1,0 +1,290 @@
+package dualforce
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/dualforce/dualforce/skills"
+	"github.com/dualforce/dualforce/trainer/checkpoint"
+	"github.com/dualforce/dualforce/trainer/dice"
+	"github.com/dualforce/dualforce/trainer/export"
+	"github.com/dualforce/dualforce/trainer/metrics"
+	"github.com/dualforce/dualforce/trainer/nn"
+	"github.com/dualforce/dualforce/trainer/prep"
+	"github.com/dualforce/dualforce/trainer/run"
+	"github.com/dualforce/dualforce/trainer/wbc"
+)
+
+// Algorithm names Dual-Force runs in checkpoints.
+const Algorithm = "dualforce"
+
+// Producer is recorded in banks exported by this package.
+const Producer = "dualforce train dualforce"
+
+// TrainConfig sets up a run. DefaultTrainConfig gives the project's values
+// for a task.
+type TrainConfig struct {
+	// Seed derives every other seed: the Dirichlet start's and each
+	// skill's generator (its value and policy learners' and its subset
+	// draws).
+	Seed   uint64           `json:"seed"`
+	Skills int              `json:"skills"`
+	Loop   Config           `json:"loop"`
+	Value  dice.ValueConfig `json:"value"`
+	Policy wbc.Config       `json:"policy"`
+	// Run is how many outer iterations to run and how often to checkpoint.
+	Run run.Settings `json:"-"`
+}
+
+// DefaultTrainConfig is n = 3 skills with the task's l0 and eps (the
+// paper's: prep.Tasks), V and pi 256-256 ReLU with Adam 3e-4 and batch 8192
+// (SMODICE's), one value and one policy step per outer iteration, 20000
+// iterations checkpointed every 500. The latent width is the FRE encoder's
+// and is set by Train.
+func DefaultTrainConfig(task string) (TrainConfig, error) {
+	td, err := prep.LookupTask(task)
+	if err != nil {
+		return TrainConfig{}, err
+	}
+	loop := DefaultConfig()
+	loop.L0, loop.Eps = td.L0, td.Eps
+	return TrainConfig{
+		Seed: 1, Skills: 3, Loop: loop, Value: dice.DefaultValueConfig(), Policy: wbc.DefaultConfig(),
+		Run: run.Settings{Iterations: 20000, CheckpointEvery: 500},
+	}, nil
+}
+
+// skillSeed seeds skill i's generator.
+func (c TrainConfig) skillSeed(i int) *rand.PCG { return rand.NewPCG(c.Seed^0xd0a1_f0ce, uint64(i)) }
+
+// NewEncoder builds skill i's encoder over the offline set: it draws its
+// subsets with rng (the skill's generator, saved with the checkpoint).
+type NewEncoder func(skill int, rng *rand.Rand) (Encoder, error)
+
+// TrainInputs are what a run needs besides the prepared data.
+type TrainInputs struct {
+	// RE is the imitation reward r_E of every offline transition (the
+	// SMODICE run's discriminator).
+	RE []float32
+	// LatentDim is the encoder's latent width.
+	LatentDim int
+	Encoder   NewEncoder
+}
+
+// Options are how a run reports and where it writes.
+type Options struct {
+	run.Options
+	// Observe, when set, sees every metrics record right after it is logged.
+	Observe func(Record)
+}
+
+// Record is one line of metrics.jsonl (Metrics.Record plus the wall time).
+type Record = map[string]metrics.Num
+
+// KeySeconds is the wall time of an iteration in a Record.
+const KeySeconds = "seconds"
+
+// trainer is the run harness's view of a Dual-Force run.
+type trainer struct {
+	d        *prep.Data
+	cfg      TrainConfig
+	rE       []float32
+	loop     *Loop
+	srcs     []*rand.PCG
+	values   []*dice.Value
+	policies []*wbc.Learner
+}
+
+// Train runs (or resumes) Dual-Force on d in opt.Dir and returns the bank
+// of every latent met: one slot per skill (its final policy) and every
+// z_i^k with its skill, iteration, sigmoid(mu), phi and offline psi.
+func Train(ctx context.Context, d *prep.Data, in TrainInputs, cfg TrainConfig, opt Options) (*skills.Bank, error) {
+	if cfg.Skills < 2 {
+		return nil, fmt.Errorf("%w: %d skills, need at least 2", ErrConfig, cfg.Skills)
+	}
+	if len(in.RE) != d.Offline.Len() {
+		return nil, fmt.Errorf("%w: %d imitation rewards for %d transitions", ErrConfig, len(in.RE), d.Offline.Len())
+	}
+	cfg.Value.Latent, cfg.Policy.Latent = in.LatentDim, in.LatentDim
+	// Everything is built, and every input checked, before the run
+	// directory is touched.
+	t := &trainer{d: d, cfg: cfg, rE: in.RE}
+	var sk []Skill
+	for i := range cfg.Skills {
+		src := cfg.skillSeed(i)
+		rng := rand.New(src)
+		v, err := dice.NewValue(d.Offline, cfg.Value, rng)
+		if err != nil {
+			return nil, err
+		}
+		pi, err := wbc.New(d.Offline, cfg.Policy, rng)
+		if err != nil {
+			return nil, err
+		}
+		enc, err := in.Encoder(i, rng)
+		if err != nil {
+			return nil, err
+		}
+		t.srcs, t.values, t.policies = append(t.srcs, src), append(t.values, v), append(t.policies, pi)
+		sk = append(sk, Skill{Value: v, Policy: pi, Encoder: enc})
+	}
+	inputs := Inputs{Phi: d.Phi, PhiDim: d.FeatureDim, RE: in.RE}
+	var err error
+	if t.loop, err = New(cfg.Loop, inputs, sk, rand.New(rand.NewPCG(cfg.Seed, 0xd1))); err != nil {
+		return nil, err
+	}
+	cfgJSON, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("dualforce: %w", err)
+	}
+	file, err := run.Open(opt.Options, run.Identity{Algorithm: Algorithm, Task: d.Task, Digest: d.Digest, Config: cfgJSON}, cfg.Run)
+	if err != nil {
+		return nil, err
+	}
+	done := 0
+	if file != nil {
+		if err := t.restore(file); err != nil {
+			return nil, fmt.Errorf("%w: %w", checkpoint.ErrCheckpoint, err)
+		}
+		done = file.Iteration
+	}
+	err = run.Drive(ctx, run.Loop[Record](t), "Dual-Force", cfg.Run, done, file == nil, opt.Options, opt.Observe)
+	if err != nil {
+		return nil, err
+	}
+	return t.bank()
+}
+
+func (t *trainer) Iterate(context.Context) (Record, error) {
+	start := time.Now()
+	m, err := t.loop.Iterate()
+	if err != nil {
+		return nil, err
+	}
+	rec := m.Record()
+	rec[KeySeconds] = metrics.Num(time.Since(start).Seconds())
+	return rec, nil
+}
+
+func (t *trainer) Describe(r Record) string {
+	return fmt.Sprintf("Dual-Force VdW %.3g min-dist %.3g", r[KeyObjective], r[KeyMeanMinDistance])
+}
+
+func (t *trainer) Plot(dir string) error {
+	return WritePlots(filepath.Join(dir, run.MetricsFile), dir, t.cfg.Skills, t.cfg.Loop.Eps)
+}
+
+// savedState is the checkpoint's small state, the manifest's "state"
+// object: each skill's generator and optimiser step counts.
+type savedState struct {
+	RNG             [][]byte `json:"rng"`
+	ValueAdamSteps  [][2]int `json:"value_adam_steps"`
+	PolicyAdamSteps [][2]int `json:"policy_adam_steps"`
+}
+
+// adamArrays names one optimiser state's moments.
+func adamArrays(f32 map[string][]float32, prefix string, s *nn.AdamState[float32]) {
+	f32[prefix+"_m"], f32[prefix+"_v"] = s.M, s.V
+}
+
+func skillArray(i int, name string) string { return fmt.Sprintf("skill%d.%s", i, name) }
+
+func (t *trainer) Checkpoint() (*checkpoint.File, error) {
+	cfg, err := json.Marshal(t.cfg)
+	if err != nil {
+		return nil, fmt.Errorf("dualforce: %w", err)
+	}
+	saved, err := json.Marshal(run.SavedConfig{Settings: t.cfg.Run, Config: cfg})
+	if err != nil {
+		return nil, fmt.Errorf("dualforce: %w", err)
+	}
+	s := t.loop.State()
+	f32, f64 := s.Arrays()
+	f32["reward"] = t.rE
+	var st savedState
+	for i := range t.values {
+		rng, err := t.srcs[i].MarshalBinary()
+		if err != nil {
+			return nil, fmt.Errorf("dualforce: generator: %w", err)
+		}
+		v, pi := t.values[i].State(), t.policies[i].State()
+		f32[skillArray(i, "value")], f32[skillArray(i, "policy")] = v.Params, pi.Params
+		adamArrays(f32, skillArray(i, "value_adam"), &v.Adam)
+		adamArrays(f32, skillArray(i, "value_latent_adam"), &v.LatentAdam)
+		adamArrays(f32, skillArray(i, "policy_adam"), &pi.Adam)
+		adamArrays(f32, skillArray(i, "policy_latent_adam"), &pi.LatentAdam)
+		st.RNG = append(st.RNG, rng)
+		st.ValueAdamSteps = append(st.ValueAdamSteps, [2]int{v.Adam.Steps, v.LatentAdam.Steps})
+		st.PolicyAdamSteps = append(st.PolicyAdamSteps, [2]int{pi.Adam.Steps, pi.LatentAdam.Steps})
+	}
+	stJSON, err := json.Marshal(st)
+	if err != nil {
+		return nil, fmt.Errorf("dualforce: %w", err)
+	}
+	return &checkpoint.File{
+		Algorithm: Algorithm, Task: t.d.Task, Digest: t.d.Digest, Contract: t.d.Contract, Iteration: s.Iteration,
+		Config: saved, State: stJSON, Float32: f32, Float64: f64,
+	}, nil
+}
+
+// ErrResume reports a checkpoint whose content does not fit the run.
+var ErrResume = errors.New("dualforce: checkpoint does not fit this run")
+
+func (t *trainer) restore(f *checkpoint.File) error {
+	var st savedState
+	if err := json.Unmarshal(f.State, &st); err != nil {
+		return fmt.Errorf("state: %w", err)
+	}
+	n := t.cfg.Skills
+	if len(st.RNG) != n || len(st.ValueAdamSteps) != n || len(st.PolicyAdamSteps) != n {
+		return fmt.Errorf("%w: state for %d skills, run has %d", ErrResume, len(st.RNG), n)
+	}
+	get := func(name string) []float32 { return f.Float32[name] }
+	adam := func(prefix string, steps int) nn.AdamState[float32] {
+		return nn.AdamState[float32]{M: get(prefix + "_m"), V: get(prefix + "_v"), Steps: steps}
+	}
+	if !slices.Equal(get("reward"), t.rE) {
+		return fmt.Errorf("%w: the imitation reward is not the one the run started with", ErrResume)
+	}
+	for i := range n {
+		v := dice.ValueState{Params: get(skillArray(i, "value")),
+			Adam: adam(skillArray(i, "value_adam"), st.ValueAdamSteps[i][0]), LatentAdam: adam(skillArray(i, "value_latent_adam"), st.ValueAdamSteps[i][1])}
+		pi := wbc.State{Params: get(skillArray(i, "policy")),
+			Adam: adam(skillArray(i, "policy_adam"), st.PolicyAdamSteps[i][0]), LatentAdam: adam(skillArray(i, "policy_latent_adam"), st.PolicyAdamSteps[i][1])}
+		if err := t.values[i].Restore(v); err != nil {
+			return err
+		}
+		if err := t.policies[i].Restore(pi); err != nil {
+			return err
+		}
+		if err := t.srcs[i].UnmarshalBinary(st.RNG[i]); err != nil {
+			return fmt.Errorf("%w: generator of skill %d: %w", ErrResume, i, err)
+		}
+	}
+	s, err := StateFromArrays(f.Float32, f.Float64, f.Iteration, n, t.cfg.Policy.Latent, t.d.FeatureDim)
+	if err != nil {
+		return err
+	}
+	return t.loop.Restore(s)
+}
+
+// bank exports every stored latent with its skill's final policy.
+func (t *trainer) bank() (*skills.Bank, error) {
+	slots := make([]*nn.Conditioned[float32], len(t.policies))
+	for i, p := range t.policies {
+		slots[i] = p.Net
+	}
+	var latents []export.Latent
+	for _, l := range t.loop.Latents() {
+		latents = append(latents, export.Latent{Slot: l.Skill, Z: l.Z, Info: skills.LatentInfo{
+			Iteration: l.Iteration, SigmoidMu: l.Sigma, Phi: l.Constraint, OfflinePsi: l.Psi,
+		}})
+	}
+	return export.Bank(t.d.Contract, Producer, slots, latents)
+}

@@ -1,0 +1,138 @@
+package dualforce
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/dualforce/dualforce/skills"
+	"github.com/dualforce/dualforce/trainer/datafile/datafiletest"
+	"github.com/dualforce/dualforce/trainer/metrics"
+	"github.com/dualforce/dualforce/trainer/prep"
+	"github.com/dualforce/dualforce/trainer/run"
+	"github.com/dualforce/dualforce/trainer/smodice"
+)
+
+// trainTestData is the small synthetic task prepared for training, and the
+// imitation reward of a short SMODICE run on it.
+func trainTestData(t *testing.T) (*prep.Data, []float32) {
+	t.Helper()
+	off, exp := datafiletest.Datasets(t, datafiletest.Small, 1)
+	in, err := prep.FromFiles("locomotion", off, exp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := prep.Prepare(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := smodice.DefaultConfig()
+	cfg.Disc.Hidden, cfg.Disc.Batch, cfg.Disc.LR, cfg.DiscSteps = []int{64, 64}, 128, 1e-3, 400
+	cfg.Value.Hidden, cfg.Policy.Hidden = []int{16}, []int{16}
+	cfg.Value.Batch, cfg.Value.InitBatch, cfg.Policy.Batch = 64, 64, 64
+	cfg.Run = run.Settings{Iterations: 1, CheckpointEvery: 1}
+	ck, err := smodice.Train(context.Background(), d, cfg, smodice.Options{Options: run.Options{Dir: t.TempDir(), Quiet: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, ck.Reward
+}
+
+func testTrainConfig(t *testing.T) TrainConfig {
+	t.Helper()
+	cfg, err := DefaultTrainConfig("locomotion")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Value.Hidden, cfg.Policy.Hidden = []int{64, 64}, []int{64, 64}
+	cfg.Value.Batch, cfg.Value.InitBatch, cfg.Value.ChunkRows, cfg.Policy.Batch = 256, 128, 4096, 256
+	cfg.Value.LR, cfg.Policy.LR = 1e-3, 1e-3
+	cfg.Run = run.Settings{Iterations: 40, CheckpointEvery: 10}
+	return cfg
+}
+
+func testInputs(rE []float32) TrainInputs {
+	return TrainInputs{RE: rE, LatentDim: 4, Encoder: func(_ int, rng *rand.Rand) (Encoder, error) {
+		return &meanEncoder{rng: rng, dim: 4, t: 64}, nil
+	}}
+}
+
+func trainRun(t *testing.T, d *prep.Data, in TrainInputs, cfg TrainConfig, dir string, resume bool) *skills.Bank {
+	t.Helper()
+	b, err := Train(context.Background(), d, in, cfg, Options{Options: run.Options{Dir: dir, Resume: resume, Quiet: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func bankBytes(t *testing.T, b *skills.Bank) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := skills.EncodeBank(&buf, b); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestTrainStoresEveryLatentAndResumesBitIdentically runs the whole
+// pipeline at test scale: a bank with one slot per skill and every latent
+// met, its metrics log and figures, and a run stopped halfway and resumed
+// that exports the same bank byte for byte.
+func TestTrainStoresEveryLatentAndResumesBitIdentically(t *testing.T) {
+	d, rE := trainTestData(t)
+	cfg := testTrainConfig(t)
+	in := testInputs(rE)
+	dir := t.TempDir()
+	start := time.Now()
+	straight := trainRun(t, d, in, cfg, dir, false)
+	t.Logf("%d outer iterations, %d skills, %d transitions: %v", cfg.Run.Iterations, cfg.Skills, d.Offline.Len(), time.Since(start).Round(time.Millisecond))
+	if len(straight.Slots) != 3 || len(straight.Latents) != 3*cfg.Run.Iterations {
+		t.Fatalf("bank of %d slots and %d latents, want 3 and %d", len(straight.Slots), len(straight.Latents), 3*cfg.Run.Iterations)
+	}
+	last := straight.Latents[len(straight.Latents)-1].Info
+	if last.Skill != 2 || last.Iteration != cfg.Run.Iterations || len(last.OfflinePsi) != d.FeatureDim {
+		t.Errorf("last latent %+v", last)
+	}
+	s, err := metrics.ReadSeries(filepath.Join(dir, run.MetricsFile), SkillKey("phi", 0), KeyObjective)
+	if err != nil || len(s.Iteration) != cfg.Run.Iterations {
+		t.Fatalf("metrics log: %v, %d lines", err, len(s.Iteration))
+	}
+
+	half := cfg
+	half.Run.Iterations = cfg.Run.Iterations / 2
+	dir2 := t.TempDir()
+	trainRun(t, d, in, half, dir2, false)
+	resumed := trainRun(t, d, in, cfg, dir2, true)
+	if !bytes.Equal(bankBytes(t, straight), bankBytes(t, resumed)) {
+		t.Fatal("the resumed run's bank differs from the uninterrupted run's")
+	}
+}
+
+func TestTrainRefusesBadInputBeforeTraining(t *testing.T) {
+	d, rE := trainTestData(t)
+	cfg := testTrainConfig(t)
+	cfg.Run.Iterations = 1
+	for _, tc := range []struct {
+		name   string
+		change func(*TrainInputs, *TrainConfig)
+		want   error
+	}{
+		{"reward of another set", func(in *TrainInputs, _ *TrainConfig) { in.RE = in.RE[1:] }, ErrConfig},
+		{"one skill", func(_ *TrainInputs, c *TrainConfig) { c.Skills = 1 }, ErrConfig},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in, c := testInputs(append([]float32(nil), rE...)), cfg
+			tc.change(&in, &c)
+			dir := t.TempDir()
+			_, err := Train(context.Background(), d, in, c, Options{Options: run.Options{Dir: dir, Quiet: true}})
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("err %v, want %v", err, tc.want)
+			}
+		})
+	}
+}
