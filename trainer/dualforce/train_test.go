@@ -4,24 +4,57 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/dualforce/dualforce/skills"
 	"github.com/dualforce/dualforce/trainer/datafile/datafiletest"
+	"github.com/dualforce/dualforce/trainer/dataset"
 	"github.com/dualforce/dualforce/trainer/metrics"
 	"github.com/dualforce/dualforce/trainer/prep"
 	"github.com/dualforce/dualforce/trainer/run"
 	"github.com/dualforce/dualforce/trainer/smodice"
 )
 
-// trainTestData is the small synthetic task prepared for training, and the
-// imitation reward of a short SMODICE run on it.
-func trainTestData(t *testing.T) (*prep.Data, []float32) {
+// synthetic is the small synthetic task (data seed 1) prepared for
+// training, and a short SMODICE run on it for the imitation reward: made
+// once (trainTestData), shared by the tests.
+var synthetic struct {
+	once sync.Once
+	d    *prep.Data
+	ck   *smodice.Checkpoint
+}
+
+func trainTestData(t *testing.T) (*prep.Data, *smodice.Checkpoint) {
 	t.Helper()
-	off, exp := datafiletest.Datasets(t, datafiletest.Small, 1)
+	synthetic.once.Do(func() {
+		synthetic.d = preparedSynthetic(t, 1)
+		cfg := smodice.DefaultConfig()
+		cfg.Disc.Hidden, cfg.Disc.Batch, cfg.Disc.LR, cfg.DiscSteps = []int{64, 64}, 128, 1e-3, 400
+		cfg.Value.Hidden, cfg.Policy.Hidden = []int{16}, []int{16}
+		cfg.Value.Batch, cfg.Value.InitBatch, cfg.Policy.Batch = 64, 64, 64
+		cfg.Run = run.Settings{Iterations: 1, CheckpointEvery: 1}
+		ck, err := smodice.Train(context.Background(), synthetic.d, cfg, smodice.Options{Options: run.Options{Dir: t.TempDir(), Quiet: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		synthetic.ck = ck
+	})
+	if synthetic.ck == nil {
+		t.Fatal("the shared SMODICE run failed (see the first test that made it)")
+	}
+	return synthetic.d, synthetic.ck
+}
+
+func preparedSynthetic(t *testing.T, seed uint64) *prep.Data {
+	t.Helper()
+	off, exp := datafiletest.Datasets(t, datafiletest.Small, seed)
 	in, err := prep.FromFiles("locomotion", off, exp)
 	if err != nil {
 		t.Fatal(err)
@@ -30,16 +63,7 @@ func trainTestData(t *testing.T) (*prep.Data, []float32) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := smodice.DefaultConfig()
-	cfg.Disc.Hidden, cfg.Disc.Batch, cfg.Disc.LR, cfg.DiscSteps = []int{64, 64}, 128, 1e-3, 400
-	cfg.Value.Hidden, cfg.Policy.Hidden = []int{16}, []int{16}
-	cfg.Value.Batch, cfg.Value.InitBatch, cfg.Policy.Batch = 64, 64, 64
-	cfg.Run = run.Settings{Iterations: 1, CheckpointEvery: 1}
-	ck, err := smodice.Train(context.Background(), d, cfg, smodice.Options{Options: run.Options{Dir: t.TempDir(), Quiet: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d, ck.Reward
+	return d
 }
 
 func testTrainConfig(t *testing.T) TrainConfig {
@@ -84,9 +108,9 @@ func bankBytes(t *testing.T, b *skills.Bank) []byte {
 // met, its metrics log and figures, and a run stopped halfway and resumed
 // that exports the same bank byte for byte.
 func TestTrainStoresEveryLatentAndResumesBitIdentically(t *testing.T) {
-	d, rE := trainTestData(t)
+	d, ck := trainTestData(t)
 	cfg := testTrainConfig(t)
-	in := testInputs(rE)
+	in := testInputs(ck.Reward)
 	dir := t.TempDir()
 	start := time.Now()
 	straight := trainRun(t, d, in, cfg, dir, false)
@@ -114,25 +138,57 @@ func TestTrainStoresEveryLatentAndResumesBitIdentically(t *testing.T) {
 }
 
 func TestTrainRefusesBadInputBeforeTraining(t *testing.T) {
-	d, rE := trainTestData(t)
+	d, ck := trainTestData(t)
 	cfg := testTrainConfig(t)
 	cfg.Run.Iterations = 1
+	encoderFails := errors.New("no encoder")
 	for _, tc := range []struct {
 		name   string
 		change func(*TrainInputs, *TrainConfig)
 		want   error
 	}{
 		{"reward of another set", func(in *TrainInputs, _ *TrainConfig) { in.RE = in.RE[1:] }, ErrConfig},
+		{"NaN reward", func(in *TrainInputs, _ *TrainConfig) { in.RE[7] = float32(math.NaN()) }, new(dataset.NonFiniteError)},
 		{"one skill", func(_ *TrainInputs, c *TrainConfig) { c.Skills = 1 }, ErrConfig},
+		{"l0 zero", func(_ *TrainInputs, c *TrainConfig) { c.Loop.L0 = 0 }, ErrConfig},
+		{"encoder fails", func(in *TrainInputs, _ *TrainConfig) {
+			in.Encoder = func(int, *rand.Rand) (Encoder, error) { return nil, encoderFails }
+		}, encoderFails},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			in, c := testInputs(append([]float32(nil), rE...)), cfg
+			in, c := testInputs(slices.Clone(ck.Reward)), cfg
 			tc.change(&in, &c)
-			dir := t.TempDir()
+			dir := filepath.Join(t.TempDir(), "run")
 			_, err := Train(context.Background(), d, in, c, Options{Options: run.Options{Dir: dir, Quiet: true}})
-			if !errors.Is(err, tc.want) {
+			var nf *dataset.NonFiniteError
+			if errors.As(tc.want, &nf) {
+				if !errors.As(err, &nf) {
+					t.Fatalf("err %v, want a NonFiniteError", err)
+				}
+			} else if !errors.Is(err, tc.want) {
 				t.Fatalf("err %v, want %v", err, tc.want)
 			}
+			if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the run directory was made (%v) before the input was refused", err)
+			}
 		})
+	}
+}
+
+// TestImitationRewardRefusesOtherData: the discriminator of an SMODICE run
+// on other data is refused.
+func TestImitationRewardRefusesOtherData(t *testing.T) {
+	d, ck := trainTestData(t)
+	if r, err := ImitationReward(ck, d); err != nil || len(r) != d.Offline.Len() {
+		t.Fatalf("the run's own SMODICE reward: %d values, %v", len(r), err)
+	}
+	other := preparedSynthetic(t, 2)
+	if _, err := ImitationReward(ck, other); !errors.Is(err, ErrOtherData) {
+		t.Errorf("SMODICE run on data seed 1 for data seed 2: err %v, want ErrOtherData", err)
+	}
+	nav := *ck
+	nav.Task = "navigation"
+	if _, err := ImitationReward(&nav, d); !errors.Is(err, ErrOtherData) {
+		t.Errorf("SMODICE run of another task: err %v, want ErrOtherData", err)
 	}
 }
