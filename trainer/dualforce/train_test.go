@@ -79,9 +79,12 @@ func testTrainConfig(t *testing.T) TrainConfig {
 	return cfg
 }
 
-func testInputs(rE []float32) TrainInputs {
-	return TrainInputs{RE: rE, LatentDim: 4, Encoder: func(_ int, rng *rand.Rand) (Encoder, error) {
-		return &meanEncoder{rng: rng, dim: 4, t: 64}, nil
+// testInputs are r_E and a frozen random FRE encoder over d's states (4
+// subsets of 64 states per latent).
+func testInputs(d *prep.Data, rE []float32) TrainInputs {
+	net := frozenRandomFRE(rand.New(rand.NewPCG(7, 7)), d.Offline.ObsDim)
+	return TrainInputs{RE: rE, LatentDim: 8, Encoder: func(_ int, rng *rand.Rand) (Encoder, error) {
+		return NewFREEncoder(net, d.Offline.Obs, d.Offline.ObsDim, 4, 64, rng)
 	}}
 }
 
@@ -110,7 +113,7 @@ func bankBytes(t *testing.T, b *skills.Bank) []byte {
 func TestTrainStoresEveryLatentAndResumesBitIdentically(t *testing.T) {
 	d, ck := trainTestData(t)
 	cfg := testTrainConfig(t)
-	in := testInputs(ck.Reward)
+	in := testInputs(d, ck.Reward)
 	dir := t.TempDir()
 	start := time.Now()
 	straight := trainRun(t, d, in, cfg, dir, false)
@@ -156,7 +159,7 @@ func TestTrainRefusesBadInputBeforeTraining(t *testing.T) {
 		}, encoderFails},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			in, c := testInputs(slices.Clone(ck.Reward)), cfg
+			in, c := testInputs(d, slices.Clone(ck.Reward)), cfg
 			tc.change(&in, &c)
 			dir := filepath.Join(t.TempDir(), "run")
 			_, err := Train(context.Background(), d, in, c, Options{Options: run.Options{Dir: dir, Quiet: true}})
