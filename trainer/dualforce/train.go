@@ -95,6 +95,9 @@ type TrainInputs struct {
 	// LatentDim is the encoder's latent width.
 	LatentDim int
 	Encoder   NewEncoder
+	// BankFRE, when set, is the frozen encoder with its anchor states that
+	// the bank carries, so the robot can encode a new reward zero-shot.
+	BankFRE *skills.FRE
 }
 
 // Options are how a run reports and where it writes.
@@ -119,6 +122,7 @@ type trainer struct {
 	srcs     []*rand.PCG
 	values   []*dice.Value
 	policies []*wbc.Learner
+	bankFRE  *skills.FRE
 }
 
 // Train runs (or resumes) Dual-Force on d in opt.Dir and returns the bank
@@ -134,7 +138,7 @@ func Train(ctx context.Context, d *prep.Data, in TrainInputs, cfg TrainConfig, o
 	cfg.Value.Latent, cfg.Policy.Latent = in.LatentDim, in.LatentDim
 	// Everything is built, and every input checked, before the run
 	// directory is touched.
-	t := &trainer{d: d, cfg: cfg, rE: in.RE}
+	t := &trainer{d: d, cfg: cfg, rE: in.RE, bankFRE: in.BankFRE}
 	var sk []Skill
 	for i := range cfg.Skills {
 		src := cfg.skillSeed(i)
@@ -306,5 +310,13 @@ func (t *trainer) bank() (*skills.Bank, error) {
 			Iteration: l.Iteration, SigmoidMu: l.Sigma, Phi: l.Constraint, OfflinePsi: l.Psi,
 		}})
 	}
-	return export.Bank(t.d.Contract, Producer, slots, latents)
+	b, err := export.Bank(t.d.Contract, Producer, slots, latents)
+	if err != nil || t.bankFRE == nil {
+		return b, err
+	}
+	b.FRE = t.bankFRE
+	if err := b.Validate(); err != nil {
+		return nil, fmt.Errorf("dualforce: the bank's FRE encoder: %w", err)
+	}
+	return b, nil
 }

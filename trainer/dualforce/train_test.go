@@ -83,9 +83,10 @@ func testTrainConfig(t *testing.T) TrainConfig {
 // subsets of 64 states per latent).
 func testInputs(d *prep.Data, rE []float32) TrainInputs {
 	net := frozenRandomFRE(rand.New(rand.NewPCG(7, 7)), d.Offline.ObsDim)
+	anchors := skills.Array{Shape: []int{128, d.Offline.ObsDim}, Data: d.Offline.Obs[:128*d.Offline.ObsDim]}
 	return TrainInputs{RE: rE, LatentDim: 8, Encoder: func(_ int, rng *rand.Rand) (Encoder, error) {
 		return NewFREEncoder(net, d.Offline.Obs, d.Offline.ObsDim, 4, 64, rng)
-	}}
+	}, BankFRE: &skills.FRE{Net: *net, Anchors: anchors, Subsets: 2}}
 }
 
 func trainRun(t *testing.T, d *prep.Data, in TrainInputs, cfg TrainConfig, dir string, resume bool) *skills.Bank {
@@ -120,6 +121,16 @@ func TestTrainStoresEveryLatentAndResumesBitIdentically(t *testing.T) {
 	t.Logf("%d outer iterations, %d skills, %d transitions: %v", cfg.Run.Iterations, cfg.Skills, d.Offline.Len(), time.Since(start).Round(time.Millisecond))
 	if len(straight.Slots) != 3 || len(straight.Latents) != 3*cfg.Run.Iterations {
 		t.Fatalf("bank of %d slots and %d latents, want 3 and %d", len(straight.Slots), len(straight.Latents), 3*cfg.Run.Iterations)
+	}
+	if straight.FRE == nil || straight.LatentDim != 8 {
+		t.Errorf("bank without its FRE encoder, or latents of %d values (want 8)", straight.LatentDim)
+	}
+	bankPath := filepath.Join(dir, "bank.npz")
+	if err := skills.WriteBank(bankPath, straight); err != nil {
+		t.Fatal(err)
+	}
+	if back, err := skills.ReadBank(bankPath); err != nil || len(back.Latents) != len(straight.Latents) {
+		t.Fatalf("bank read back: %v", err)
 	}
 	last := straight.Latents[len(straight.Latents)-1].Info
 	if last.Skill != 2 || last.Iteration != cfg.Run.Iterations || len(last.OfflinePsi) != d.FeatureDim {
