@@ -8,9 +8,26 @@ import (
 	"github.com/dualforce/dualforce/skills"
 )
 
+// RewardEncoder encodes a reward that is linear in raw observation elements into a latent of
+// the bank: it evaluates the reward on the bank's anchor states and runs the bank's FRE encoder
+// on them (skills owns both). Weights has one entry per observation element; z has the bank's
+// latent size. It runs on the control thread, so it must not allocate.
+type RewardEncoder interface {
+	EncodeLinearReward(weights, z []float32) error
+}
+
+// LoadOptions carry what the core reads of a bank beyond its policies and contract.
+type LoadOptions struct {
+	// Measured is what evaluation measured per latent; nil reads LatentMeasures of the bank.
+	Measured Measured
+	// Encoder is the bank's FRE encoder with its anchor states; nil when the bank has none, and
+	// recall by a reward outside the bank's features is refused.
+	Encoder RewardEncoder
+}
+
 // Loaded is a bank made ready to run: everything that allocates (policies, observation builder,
-// catalogue) is built here, off the control thread, so that swapping banks at a policy tick is a
-// pointer swap.
+// catalogue, recall scratch) is built here, off the control thread, so that swapping banks at a
+// policy tick is a pointer swap.
 type Loaded struct {
 	Bank      *skills.Bank
 	Path      string
@@ -20,11 +37,22 @@ type Loaded struct {
 	catalogue *corebus.Catalogue
 	obs       []float32
 	navigates bool
+	measured  Measured
+	encoder   RewardEncoder
+	features  *skills.Projector
+	// Recall scratch: reward weights on the features and on the observation, and a latent.
+	featureWeights, obsWeights, latent []float32
 }
 
-// Load prepares bank (read from path, for the catalogue) to run. generation numbers the bank
-// within one runtime so that a skill chosen against an older bank is refused.
+// Load prepares bank (read from path, for the catalogue) to run, with the measurements its
+// latents carry and no FRE encoder. generation numbers the bank within one runtime so that a
+// skill chosen against an older bank is refused.
 func Load(bank *skills.Bank, path string, generation uint64) (*Loaded, error) {
+	return LoadWith(bank, path, generation, LoadOptions{})
+}
+
+// LoadWith is Load with the bank's measurements and FRE encoder given explicitly.
+func LoadWith(bank *skills.Bank, path string, generation uint64, opts LoadOptions) (*Loaded, error) {
 	if err := bank.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
@@ -32,20 +60,16 @@ func Load(bank *skills.Bank, path string, generation uint64) (*Loaded, error) {
 	if err := skills.CheckFeedable(ct.Layout, skills.Locomotion48(), skills.Navigation171()); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	norm, err := skills.NewNormaliser(ct.Normaliser)
+	builder, err := ct.NewBuilder()
 	if err != nil {
-		return nil, fmt.Errorf("%w: normaliser: %w", ErrConfig, err)
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	builder, err := skills.NewBuilder(ct.Layout, ct.DefaultPose, ct.EpisodeSeconds, norm)
+	features, err := ct.NewProjector()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	policies, err := bank.NewPolicies()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-	}
-	actions := skills.ActionMap{DefaultPose: ct.DefaultPose, Scale: ct.ActionScale, Lower: ct.JointLower, Upper: ct.JointUpper}
-	if err := actions.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	cat := &corebus.Catalogue{Generation: generation, Path: filepath.Clean(path), LatentDim: bank.LatentDim}
@@ -56,10 +80,16 @@ func Load(bank *skills.Bank, path string, generation uint64) (*Loaded, error) {
 		}
 		cat.Skills = append(cat.Skills, corebus.Skill{Index: i, Name: name, Tags: l.Info.Tags})
 	}
+	if opts.Measured == nil {
+		opts.Measured = LatentMeasures(bank)
+	}
 	_, nav := ct.Layout.Field(skills.FieldHeightMap)
 	return &Loaded{
-		Bank: bank, Path: path, policies: policies, builder: builder, actions: actions,
+		Bank: bank, Path: path, policies: policies, builder: builder, actions: ct.ActionMap(),
 		catalogue: cat, obs: make([]float32, builder.Dim()), navigates: nav,
+		measured: opts.Measured, encoder: opts.Encoder, features: features,
+		featureWeights: make([]float32, features.Dim()), obsWeights: make([]float32, builder.Dim()),
+		latent: make([]float32, bank.LatentDim),
 	}, nil
 }
 

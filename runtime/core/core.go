@@ -133,6 +133,14 @@ type Core struct {
 	standLower, standUpper [12]float64
 	targets                [12]float64 // the policy's targets, held between policy ticks
 	held                   [12]float64 // what is commanded, slewed towards targets
+	// A switch while running blends the targets from blendFrom (what the old skill aimed at)
+	// to the new skill's over cfg.Blend from blendStart; mixed is the blend of this tick.
+	blending   bool
+	blendStart time.Duration
+	blendFrom  [12]float64
+	mixed      [12]float64
+	report     corebus.SwitchReport // the explanation of the switch being decided
+	recalled   corebus.RecallResult // the outcome of the recall command being applied
 	action                 [12]float32
 	prevAction             [12]float32
 	slot                   int
@@ -389,7 +397,7 @@ func (c *Core) act(in *Input, out *Output, policyTick bool) {
 				return
 			}
 		}
-		c.slew()
+		c.slew(c.aim(in.Now))
 		c.track(cmd)
 	case PhaseDamp:
 		c.damping(cmd)
@@ -425,7 +433,37 @@ func (c *Core) hold(now time.Duration, reason string) {
 func (c *Core) startRun(now time.Duration, reason string) {
 	c.targets = c.held
 	c.prevAction = [12]float32{}
+	c.blending = false
+	c.switcher.restartProgress()
 	c.enter(PhaseRun, now, reason)
+}
+
+// beginBlend starts moving the targets from where the running skill aims now to the skill that
+// replaces it; before the robot runs there is nothing to blend.
+func (c *Core) beginBlend(now time.Duration) {
+	if c.phase != PhaseRun || c.cfg.Blend <= 0 {
+		return
+	}
+	c.blendFrom = *c.aim(now)
+	c.blendStart, c.blending = now, true
+}
+
+// aim returns the targets of this tick: the policy's, or during a blend the smooth mix
+// (1-s) from + s policy with s rising from 0 to 1 as a raised cosine over cfg.Blend.
+func (c *Core) aim(now time.Duration) *[12]float64 {
+	if !c.blending {
+		return &c.targets
+	}
+	s := (now - c.blendStart).Seconds() / c.cfg.Blend.Seconds()
+	if s >= 1 {
+		c.blending = false
+		return &c.targets
+	}
+	w := (1 - math.Cos(math.Pi*max(s, 0))) / 2
+	for j := range c.mixed {
+		c.mixed[j] = c.blendFrom[j] + w*(c.targets[j]-c.blendFrom[j])
+	}
+	return &c.mixed
 }
 
 // track commands the held targets with the bank's PD gains.
@@ -452,15 +490,15 @@ func (c *Core) damping(cmd *proto.Command) {
 	setModes(cmd, c.driverMode())
 }
 
-// slew moves the commanded targets towards the policy's at most MaxTargetRate per tick.
-func (c *Core) slew() {
+// slew moves the commanded targets towards aim at most MaxTargetRate per tick.
+func (c *Core) slew(aim *[12]float64) {
 	if c.limits.MaxTargetRate == 0 {
-		c.held = c.targets
+		c.held = *aim
 		return
 	}
 	step := c.limits.MaxTargetRate * 0.001
 	for j := range c.held {
-		d := c.targets[j] - c.held[j]
+		d := aim[j] - c.held[j]
 		c.held[j] += max(-step, min(step, d))
 	}
 }

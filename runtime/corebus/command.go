@@ -20,9 +20,10 @@ const (
 	// stop moving (zero velocity, run becomes stand). It must never start
 	// motion, so from damp or stop it changes nothing.
 	KindStandStill
+	KindRecall // run the stored skill that best serves Command.Reward
 )
 
-var kindNames = [...]string{"none", "skill", "mode", "estop", "estop_clear", "velocity", "goal", "bank", "heartbeat", "stand_still"}
+var kindNames = [...]string{"none", "skill", "mode", "estop", "estop_clear", "velocity", "goal", "bank", "heartbeat", "stand_still", "recall"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -95,6 +96,24 @@ type Goal struct {
 	Yaw  float64 // rad, in [-pi, pi]
 }
 
+// RewardTerm is one weight of a linear reward on a named element of the raw observation
+// (skills.ElementOffset names them: "base_lin_vel.x", "joint_pos.FL_KFE", "height_map[60]").
+type RewardTerm struct {
+	Element string
+	Weight  float64
+}
+
+// MaxRewardTerms bounds the terms of one recall command.
+const MaxRewardTerms = 64
+
+// Recall asks for the stored skill that best serves a reward.
+type Recall struct {
+	Reward []RewardTerm // 1..MaxRewardTerms terms, finite weights, elements named once
+	// MaxDistance is how far (latent units) the nearest stored latent may be from the reward's
+	// encoding on the FRE path; 0 takes the runtime's configured threshold.
+	MaxDistance float64
+}
+
 // Command is one validated operator command. Only the fields of its Kind are
 // set. The strings and the latent slice belong to the command: the adapter
 // never reuses them, so the core may keep them without copying.
@@ -111,4 +130,5 @@ type Command struct {
 	Velocity Velocity
 	Goal     Goal
 	BankPath string // absolute, cleaned, inside the configured bank directory
+	Recall   Recall
 }

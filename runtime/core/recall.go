@@ -1,0 +1,98 @@
+package core
+
+import (
+	"math"
+	"time"
+
+	"github.com/dualforce/dualforce/runtime/corebus"
+	"github.com/dualforce/dualforce/skills"
+)
+
+// Reasons a recall is refused. Constant, so that refusing allocates nothing.
+const (
+	refuseRecallElement  = "the reward names an element the bank's observation does not have"
+	refuseRecallNoPsi    = "no latent that passed the filter has measured successor features"
+	refuseRecallNoFRE    = "bank has no FRE encoder: a reward outside the bank's features cannot be encoded"
+	refuseRecallEncode   = "the FRE encoder failed on this reward"
+	refuseRecallNotNear  = "no stored skill is near this reward"
+	refuseRecallNoPassed = "no latent of the bank passed the filter"
+	reasonRecall         = "operator recall by reward"
+)
+
+// applyRecall runs the stored skill that best serves a reward linear in named observation
+// elements. When every element is one of the bank's features phi, the reward is <u, phi> plus a
+// constant and successor features make its expected value exact: the passing latent with the
+// largest <u, psi_online> wins. Otherwise the bank's FRE encoder encodes the reward on its
+// anchor states and the nearest passing latent wins if it lies within the distance allowed.
+func (c *Core) applyRecall(now time.Duration, r *corebus.Recall) (bool, string) {
+	b := c.bank
+	clear(b.featureWeights)
+	clear(b.obsWeights)
+	inFeatures := true
+	for _, t := range r.Reward {
+		off, err := skills.ElementOffset(b.Bank.Contract.Layout, t.Element)
+		if err != nil {
+			return false, refuseRecallElement
+		}
+		b.obsWeights[off] += float32(t.Weight)
+		if k, scale, ok := b.features.Feature(off); ok {
+			b.featureWeights[k] += float32(t.Weight) * scale
+		} else {
+			inFeatures = false
+		}
+	}
+	m := b.measured
+	best := -1
+	if inFeatures {
+		bestScore := math.Inf(-1)
+		for i := range b.Bank.Latents {
+			psi := m.OnlinePsi(i)
+			if !m.Passed(i) || len(psi) != len(b.featureWeights) {
+				continue
+			}
+			var score float64
+			for k, u := range b.featureWeights {
+				score += float64(u) * float64(psi[k])
+			}
+			if score > bestScore {
+				best, bestScore = i, score
+			}
+		}
+		if best < 0 {
+			return false, refuseRecallNoPsi
+		}
+		c.recalled = corebus.RecallResult{Index: best, ByFeatures: true, Score: bestScore}
+	} else {
+		if b.encoder == nil {
+			return false, refuseRecallNoFRE
+		}
+		if b.encoder.EncodeLinearReward(b.obsWeights, b.latent) != nil {
+			return false, refuseRecallEncode
+		}
+		bestD := math.Inf(1)
+		for i := range b.Bank.Latents {
+			if d := distance(b.Bank.Latents[i].Z, b.latent); m.Passed(i) && d < bestD {
+				best, bestD = i, d
+			}
+		}
+		if best < 0 {
+			return false, refuseRecallNoPassed
+		}
+		c.recalled.Distance = bestD
+		limit := r.MaxDistance
+		if limit == 0 {
+			limit = c.cfg.RecallMaxDistance
+		}
+		if bestD > limit {
+			return false, refuseRecallNotNear
+		}
+		c.recalled.Index = best
+	}
+	from := c.active
+	if err := c.selectLatent(best); err != nil {
+		c.recalled.Index = -1
+		return false, refuseNoSkill
+	}
+	c.switched(now, from, reasonRecall)
+	return true, ""
+}
