@@ -141,12 +141,12 @@ type Core struct {
 	mixed      [12]float64
 	report     corebus.SwitchReport // the explanation of the switch being decided
 	recalled   corebus.RecallResult // the outcome of the recall command being applied
-	action                 [12]float32
-	prevAction             [12]float32
-	slot                   int
-	active                 corebus.ActiveSkill
-	velocity               [3]float64
-	goal                   [3]float64
+	action     [12]float32
+	prevAction [12]float32
+	slot       int
+	active     corebus.ActiveSkill
+	velocity   [3]float64
+	goal       [3]float64
 }
 
 type offer struct {

@@ -88,6 +88,9 @@ func (c *Core) applyRecall(now time.Duration, r *corebus.Recall) (bool, string) 
 		}
 		c.recalled.Index = best
 	}
+	if c.active == (corebus.ActiveSkill{Source: corebus.SkillBank, Index: best}) {
+		return true, "" // the skill that serves the reward best already runs
+	}
 	from := c.active
 	if err := c.selectLatent(best); err != nil {
 		c.recalled.Index = -1

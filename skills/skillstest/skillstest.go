@@ -5,6 +5,7 @@
 package skillstest
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -86,6 +87,32 @@ func Bank(t testing.TB, c skills.Contract, net skills.MLP) *skills.Bank {
 		Slots: []skills.Slot{{Policy: net}},
 		Latents: []skills.Latent{{Info: skills.LatentInfo{Skill: 0, Name: "constant", OfflinePsi: make([]float32, c.Features.Dim(c.Layout))},
 			Z: make([]float32, LatentDim)}}}
+	if err := b.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Navigation is the default navigation contract with a 20 s episode.
+func Navigation(t testing.TB) skills.Contract {
+	c := Contract(t, skills.Navigation171())
+	c.EpisodeSeconds = 20
+	return c
+}
+
+// ConstantSlots is a bank under contract c with one slot and one latent per action: latent i,
+// named "constant<i>", runs a policy that outputs actions[i] whatever it sees.
+func ConstantSlots(t testing.TB, c skills.Contract, actions ...[skills.NumJoints]float32) *skills.Bank {
+	t.Helper()
+	b := &skills.Bank{Producer: "skillstest", Contract: c, LatentDim: LatentDim}
+	for i, a := range actions {
+		net := Constant(t, c, a).Slots[0].Policy
+		b.Slots = append(b.Slots, skills.Slot{Policy: net})
+		b.Latents = append(b.Latents, skills.Latent{
+			Info: skills.LatentInfo{Skill: i, Name: fmt.Sprintf("constant%d", i), OfflinePsi: make([]float32, c.Features.Dim(c.Layout))},
+			Z:    []float32{float32(i), 0},
+		})
+	}
 	if err := b.Validate(); err != nil {
 		t.Fatal(err)
 	}
