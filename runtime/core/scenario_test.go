@@ -154,6 +154,10 @@ type scenario struct {
 	maxStep      float64
 	maxStepJoint int
 	commands     int // operator commands sent, for their ids
+	// quiet counts events without logging them (logging allocates; the core must not).
+	quiet    bool
+	counts   [8]int // events by kind
+	triggers [3]int // skill switches by trigger
 }
 
 func newScenario(t testing.TB) *scenario {
@@ -214,7 +218,13 @@ func (s *scenario) step() {
 	held := s.jc.Q
 	s.c.Step(&s.in, &s.out)
 	for _, ev := range s.out.Events {
-		s.logf("%s %s", stamp(s.in.Now), describe(&ev))
+		s.counts[ev.Kind]++
+		if ev.Kind == corebus.EventSkillSwitch {
+			s.triggers[ev.Switch.Trigger]++
+		}
+		if !s.quiet {
+			s.logf("%s %s", stamp(s.in.Now), describe(&ev))
+		}
 	}
 	s.jmap.ReadCommand(&s.out.Command, &s.jc)
 	if s.c.Phase() == core.PhaseRun {

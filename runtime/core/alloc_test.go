@@ -1,0 +1,79 @@
+package core_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/dualforce/dualforce/runtime/corebus"
+)
+
+// armedScenario is a running navigation core with switching, blending and recall armed: walls
+// come and go on the routes, and operator recalls (on the features and through the encoder)
+// arrive every 100 ms.
+func armedScenario(t testing.TB, armed bool) (s *scenario, tick func()) {
+	s = newScenario(t)
+	s.opts.Encoder = scenarioEncoder{s.bank.Contract.Layout}
+	if !armed {
+		s.cfg.Switching.Enabled, s.cfg.Blend = false, 0
+	}
+	s.start()
+	for s.c.Phase().String() != "run" {
+		s.step()
+	}
+	s.quiet = true
+	recalls := []corebus.Command{
+		{Kind: corebus.KindRecall, Recall: corebus.Recall{Reward: []corebus.RewardTerm{{Element: "base_ang_vel.z", Weight: 1}}}},
+		{Kind: corebus.KindRecall, Recall: corebus.Recall{Reward: []corebus.RewardTerm{{Element: "joint_pos.FL_HAA", Weight: 2}}}},
+		{Kind: corebus.KindRecall, Recall: corebus.Recall{Reward: []corebus.RewardTerm{{Element: "base_lin_vel.x", Weight: 1}}}},
+	}
+	walls := []corebus.Routes{corebus.RouteLeft, 0, corebus.RouteRight, corebus.RouteOver, corebus.RouteLeft | corebus.RouteRight}
+	n := 0
+	return s, func() {
+		n++
+		if armed && n%100 == 0 {
+			s.c.OfferCommand(recalls[n/100%len(recalls)])
+		}
+		if armed && n%1300 == 0 {
+			s.wall(walls[n/1300%len(walls)])
+		}
+		s.step()
+	}
+}
+
+// Switching, blending and recall add no allocation to the control path.
+func TestArmedCoreDoesNotAllocate(t *testing.T) {
+	s, tick := armedScenario(t, true)
+	allocs := testing.AllocsPerRun(1, func() {
+		for range 10000 {
+			tick()
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations in 10 s of armed running", allocs)
+	}
+	if s.c.Fault() != "" || s.in.Now < 10*time.Second {
+		t.Fatalf("fault %q at %v", s.c.Fault(), s.in.Now)
+	}
+	// The run did what it claims: obstacle switches, operator (recall) switches, recall replies.
+	if s.triggers[corebus.TriggerObstacle] == 0 || s.triggers[corebus.TriggerNone] == 0 {
+		t.Fatalf("switches by trigger %v: want obstacle and recall switches", s.triggers)
+	}
+	t.Logf("switches by trigger (operator, obstacle, no progress): %v", s.triggers)
+}
+
+// benchmarkNavigationTick times one link tick of a running navigation core (the kinematic
+// robot's few conversions included), averaged over policy and other ticks.
+func benchmarkNavigationTick(b *testing.B, armed bool) {
+	_, tick := armedScenario(b, armed)
+	b.ReportAllocs()
+	for b.Loop() {
+		tick()
+	}
+}
+
+// BenchmarkNavigationTickPlain runs without switching or blending.
+func BenchmarkNavigationTickPlain(b *testing.B) { benchmarkNavigationTick(b, false) }
+
+// BenchmarkNavigationTickArmed runs with switching and blending armed, walls coming and going
+// and a recall every 100 ms.
+func BenchmarkNavigationTickArmed(b *testing.B) { benchmarkNavigationTick(b, true) }
