@@ -28,14 +28,12 @@ func (c *Core) drainCommands(in *Input) {
 			c.applied[c.nApplied] = cmd
 			c.nApplied++
 		}
-		c.recalled = corebus.RecallResult{Index: -1}
+		c.recalled = corebus.RecallResult{Valid: cmd.Kind == corebus.KindRecall, Index: -1}
 		ok, why := c.apply(in, &cmd)
 		if cmd.ID != "" || cmd.ReplyTo != "" {
 			ev := corebus.Event{Kind: corebus.EventCommandDone, OK: ok, Reason: why,
 				Command: corebus.CommandRef{Kind: cmd.Kind, ID: cmd.ID, ReplyTo: cmd.ReplyTo}}
-			if cmd.Kind == corebus.KindRecall {
-				ev.Recalled = c.recalled
-			}
+			ev.Recalled = c.recalled
 			c.emit(ev)
 		}
 	}

@@ -41,6 +41,7 @@ func (c *Core) applyRecall(now time.Duration, r *corebus.Recall) (bool, string) 
 			inFeatures = false
 		}
 	}
+	c.recalled.ByFeatures = inFeatures
 	m := b.measured
 	best := -1
 	if inFeatures {
@@ -61,7 +62,7 @@ func (c *Core) applyRecall(now time.Duration, r *corebus.Recall) (bool, string) 
 		if best < 0 {
 			return false, refuseRecallNoPsi
 		}
-		c.recalled = corebus.RecallResult{Index: best, ByFeatures: true, Score: bestScore}
+		c.recalled.Index, c.recalled.Score = best, bestScore
 	} else {
 		if b.encoder == nil {
 			return false, refuseRecallNoFRE

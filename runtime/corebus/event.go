@@ -128,7 +128,8 @@ func (r *SwitchReport) Listed() []Candidate {
 
 // RecallResult is the skill a recall chose and how.
 type RecallResult struct {
-	Index int // bank latent, -1 when nothing was chosen
+	Valid bool // the event is about a recall
+	Index int  // bank latent, -1 when nothing was chosen
 	// ByFeatures: the reward was linear in the bank's features and Score = <u, psi_online>;
 	// otherwise it was FRE-encoded and Distance is its distance to the chosen latent.
 	ByFeatures bool
