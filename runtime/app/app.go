@@ -296,7 +296,10 @@ func NewCore(cfg config.Config, opts Options, requestBank func(corebus.Command) 
 		cc.Kd = *cfg.Gains.Kd
 	}
 	cc.SliderRequired = cfg.Slider.Enabled
-	cc.Switching.Enabled, cc.Switching.Clearance = cfg.Obstacle.Enabled, cfg.Obstacle.ClearanceM
+	o := &cfg.Obstacle
+	cc.Switching.Enabled, cc.Switching.Clearance, cc.Switching.Cooldown = o.Enabled, o.ClearanceM, o.Cooldown
+	cc.Switching.StallAfter, cc.Switching.MinProgress, cc.Switching.GoalRadius = o.StallAfter, o.MinProgressM, o.GoalRadiusM
+	cc.Blend, cc.RecallMaxDistance = cfg.Transitions.Blend, cfg.Recall.MaxDistance
 	cc.RequestBank = requestBank
 	return core.New(cc, loaded)
 }
