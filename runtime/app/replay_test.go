@@ -23,18 +23,31 @@ func TestReplayReproducesTheRun(t *testing.T) {
 	cfg.Limits.LoopOverrunBudget = 19 // a shared machine; timing is not what this test is about
 	h := app.StartHarness(t, cfg, app.Options{AutoRun: true})
 	c := h.Runtime().Core()
-	deadline := time.Now().Add(10 * time.Second)
-	for c.Phase() != core.PhaseRun {
-		if time.Now().After(deadline) || c.Fault() != "" {
-			t.Fatalf("not running within 10 s (phase %v, fault %q)", c.Phase(), c.Fault())
+	// Every wait ends on what the core reports, never on a fixed sleep: policy ticks counted
+	// in the monitor snapshot, the skill it runs, the phase.
+	var snap corebus.Snapshot
+	await := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !(c.LoadMonitor(&snap) && cond()) {
+			if time.Now().After(deadline) || c.Fault() != "" {
+				t.Fatalf("%s: not within 10 s (phase %v, fault %q)", what, c.Phase(), c.Fault())
+			}
+			time.Sleep(5 * time.Millisecond)
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
-	time.Sleep(300 * time.Millisecond)
+	const policyTicks = 15 // 300 ms of a 50 Hz policy
+	await("running", func() bool { return c.Phase() == core.PhaseRun })
+	ran := snap.Loop.PolicyTicks
+	await("300 ms of running", func() bool { return snap.Loop.PolicyTicks >= ran+policyTicks })
 	c.OfferCommand(corebus.Command{Kind: corebus.KindSkill, ID: "switch", Skill: corebus.SkillSelection{By: corebus.SelectByIndex, Index: 1, Generation: c.Catalogue().Generation}})
-	time.Sleep(300 * time.Millisecond)
+	await("skill 1 running", func() bool { return snap.Skill.Index == 1 })
+	ran = snap.Loop.PolicyTicks
+	await("300 ms of skill 1", func() bool { return snap.Loop.PolicyTicks >= ran+policyTicks })
 	c.OfferCommand(corebus.Command{Kind: corebus.KindMode, ID: "damp", Mode: corebus.ModeDamp})
-	time.Sleep(100 * time.Millisecond)
+	await("damping", func() bool { return snap.Mode == corebus.ModeDamp })
+	ran = snap.Loop.PolicyTicks
+	await("100 ms of damping", func() bool { return snap.Loop.PolicyTicks >= ran+policyTicks/3 })
 	h.Stop(t)
 
 	files, err := recorder.Recordings(cfg.Recorder.Dir, "")
