@@ -1,0 +1,70 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dualforce/dualforce/runtime/core"
+	"github.com/dualforce/dualforce/runtime/corebus"
+	"github.com/dualforce/dualforce/runtime/mqtt"
+	"github.com/dualforce/dualforce/skills"
+)
+
+// Recall by reward end to end: the operator client skillrt op uses sends cmd/recall through the
+// embedded broker; the runtime's core picks the latent whose measured successor features serve
+// the reward best, runs it, and the reply names it with its score. A reward outside the bank's
+// features is refused with the reason: this bank has no FRE encoder.
+func TestRecallByRewardOverMQTT(t *testing.T) {
+	cfg := testConfig(t)
+	bank := twoSkillBank(t)
+	// Measured successor features of locomotion's phi (joint_pos, standardised): "lean" bends
+	// FL_HFE, "still" does not.
+	for i := range bank.Latents {
+		psi := make([]float32, bank.Contract.Features.Dim(bank.Contract.Layout))
+		psi[1] = float32(i)
+		bank.Latents[i].Info.OnlinePsi = psi
+	}
+	if err := skills.WriteBank(cfg.Bank, bank); err != nil {
+		t.Fatal(err)
+	}
+	h := startHarness(t, cfg, Options{})
+	c := h.rt.Core()
+	waitFor(t, 10*time.Second, "standing", func() bool { return c.Phase() == core.PhaseHold || c.Fault() != "" })
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	op, err := mqtt.DialOperator(ctx, mqtt.OperatorConfig{RobotID: testRobot, Broker: "tcp://" + cfg.MQTT.Listen})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+
+	for _, tc := range []struct {
+		reward map[string]float64
+		want   string
+		score  float64
+	}{
+		{map[string]float64{"joint_pos.FL_HFE": 1}, "lean", 1},
+		{map[string]float64{"joint_pos.FL_HFE": -2}, "still", 0},
+	} {
+		r, err := op.Recall(ctx, tc.reward, 0)
+		if err != nil {
+			t.Fatalf("recall %v: %v", tc.reward, err)
+		}
+		if r.Recall == nil || r.Recall.Skill == nil || r.Recall.Skill.Name != tc.want || r.Recall.By != "features" || r.Recall.Score == nil || float64(*r.Recall.Score) != tc.score {
+			t.Fatalf("recall %v: reply %+v %+v, want %s by features with score %v", tc.reward, r, r.Recall, tc.want, tc.score)
+		}
+		var snap corebus.Snapshot
+		waitFor(t, 5*time.Second, tc.want+" running", func() bool {
+			return c.LoadMonitor(&snap) && snap.Skill.Index == r.Recall.Skill.Index
+		})
+	}
+	r, err := op.Recall(ctx, map[string]float64{"base_lin_vel.x": 1}, 0)
+	if !errors.Is(err, mqtt.ErrCommandRejected) || !strings.Contains(r.Error, "bank has no FRE encoder") || r.Recall == nil || r.Recall.By != "fre" {
+		t.Fatalf("a reward outside the features without an encoder: %v, reply %+v", err, r)
+	}
+	t.Logf("refused: %s", r.Error)
+}
