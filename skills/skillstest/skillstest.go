@@ -1,7 +1,8 @@
 // Package skillstest owns tiny hand-built skill banks for tests of the code that runs banks
 // (the runtime core and its drivers, evaluation): a policy that outputs one constant action
 // whatever it sees, one whose action overflows to NaN, and a seeded random network of a real
-// policy's size, each wrapped in a one-latent bank that validates.
+// policy's size, each wrapped in a one-latent bank that validates; and banks of several
+// constant skills (one slot and latent each) to switch between.
 package skillstest
 
 import (
