@@ -16,8 +16,13 @@ const (
 	refuseRecallEncode   = "the FRE encoder failed on this reward"
 	refuseRecallNotNear  = "no stored skill is near this reward"
 	refuseRecallNoPassed = "no latent of the bank passed the filter"
+	refuseRecallAlike    = "every stored skill serves this reward alike: none is measured to do it more"
 	reasonRecall         = "operator recall by reward"
 )
+
+// alikeTolerance is the relative spread of expected rewards below which no stored skill serves
+// a reward better than another (float32 successor features carry about 7 digits).
+const alikeTolerance = 1e-5
 
 // applyRecall runs the stored skill that best serves a reward linear in named observation
 // elements. When every element is one of the bank's features phi, the reward is <u, phi> plus a
@@ -45,7 +50,7 @@ func (c *Core) applyRecall(now time.Duration, r *corebus.Recall) (bool, string) 
 	m := b.measured
 	best := -1
 	if inFeatures {
-		bestScore := math.Inf(-1)
+		bestScore, worstScore := math.Inf(-1), math.Inf(1)
 		for i := range b.Bank.Latents {
 			psi := m.OnlinePsi(i)
 			if !m.Passed(i) || len(psi) != len(b.featureWeights) {
@@ -55,6 +60,7 @@ func (c *Core) applyRecall(now time.Duration, r *corebus.Recall) (bool, string) 
 			for k, u := range b.featureWeights {
 				score += float64(u) * float64(psi[k])
 			}
+			worstScore = min(worstScore, score)
 			if score > bestScore {
 				best, bestScore = i, score
 			}
@@ -62,7 +68,11 @@ func (c *Core) applyRecall(now time.Duration, r *corebus.Recall) (bool, string) 
 		if best < 0 {
 			return false, refuseRecallNoPsi
 		}
-		c.recalled.Index, c.recalled.Score = best, bestScore
+		c.recalled.Score = bestScore
+		if bestScore-worstScore <= alikeTolerance*(1+math.Abs(bestScore)) {
+			return false, refuseRecallAlike
+		}
+		c.recalled.Index = best
 	} else {
 		if b.encoder == nil {
 			return false, refuseRecallNoFRE
