@@ -565,9 +565,35 @@ func appendEvent(buf []byte, e *corebus.Event) []byte {
 	case corebus.EventSkillSwitch:
 		buf = append(buf, `,"to":`...)
 		buf = strconv.AppendInt(buf, int64(e.To.Index), 10)
+		buf = appendSwitchReport(buf, &e.Switch)
 	case corebus.EventCommandDone:
 		buf = append(buf, `,"ok":`...)
 		buf = strconv.AppendBool(buf, e.OK)
+		if e.Recalled.Valid {
+			buf = append(buf, `,"recalled":`...)
+			buf = strconv.AppendInt(buf, int64(e.Recalled.Index), 10)
+		}
 	}
 	return append(buf, "}\n"...)
+}
+
+// appendSwitchReport adds why the core switched by itself: the trigger, the matching world and
+// the candidates, best first.
+func appendSwitchReport(buf []byte, r *corebus.SwitchReport) []byte {
+	if r.Trigger == corebus.TriggerNone {
+		return buf
+	}
+	buf = append(buf, `,"trigger":`...)
+	buf = strconv.AppendQuote(buf, r.Trigger.String())
+	buf = append(buf, `,"world":`...)
+	buf = strconv.AppendQuote(buf, r.World)
+	buf = append(buf, `,"candidates":[`...)
+	for i, c := range r.Listed() {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = strconv.AppendInt(buf, int64(c.Index), 10)
+	}
+	buf = append(buf, `],"chosen":`...)
+	return strconv.AppendQuote(buf, r.Chosen)
 }

@@ -68,3 +68,26 @@ func TestRecallByRewardOverMQTT(t *testing.T) {
 	}
 	t.Logf("refused: %s", r.Error)
 }
+
+// The flight recorder's event line of an automatic switch says why; of a recall, which latent.
+func TestAppendEventExplainsSwitchesAndRecalls(t *testing.T) {
+	sw := corebus.Event{Kind: corebus.EventSkillSwitch, Reason: "obstacle blocks the current skill's route", To: corebus.ActiveSkill{Source: corebus.SkillBank, Index: 2},
+		Switch: corebus.SwitchReport{Trigger: corebus.TriggerObstacle, World: "obstacle_fence_left", Considered: 2, Chosen: "highest measured success in the matching world"}}
+	sw.Switch.Candidates[0].Index, sw.Switch.Candidates[1].Index = 2, 0
+	done := corebus.Event{Kind: corebus.EventCommandDone, OK: true, Recalled: corebus.RecallResult{Valid: true, Index: 1}}
+	for _, tc := range []struct {
+		ev   corebus.Event
+		want string
+	}{
+		{sw, `{"kind":"skill_switch","reason":"obstacle blocks the current skill's route","to":2,"trigger":"obstacle","world":"obstacle_fence_left","candidates":[2,0],"chosen":"highest measured success in the matching world"}` + "\n"},
+		{done, `{"kind":"command_done","ok":true,"recalled":1}` + "\n"},
+	} {
+		if got := string(appendEvent(nil, &tc.ev)); got != tc.want {
+			t.Errorf("got  %s\nwant %s", got, tc.want)
+		}
+	}
+	buf := make([]byte, 0, 512)
+	if allocs := testing.AllocsPerRun(100, func() { buf = appendEvent(buf[:0], &sw) }); allocs != 0 {
+		t.Errorf("%v allocations", allocs)
+	}
+}
