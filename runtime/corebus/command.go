@@ -103,8 +103,12 @@ type RewardTerm struct {
 	Weight  float64
 }
 
-// MaxRewardTerms bounds the terms of one recall command.
-const MaxRewardTerms = 64
+// Bounds of one recall command, so that it fits the flight recorder's input record (4 KiB)
+// with room to spare.
+const (
+	MaxRewardTerms   = 32
+	MaxElementLength = 40 // bytes of an element name
+)
 
 // Recall asks for the stored skill that best serves a reward.
 type Recall struct {

@@ -394,9 +394,6 @@ func (v *Validator) selection(sel *SkillSelector) (corebus.SkillSelection, error
 	return out, nil
 }
 
-// maxElementName bounds the name of an observation element in a reward.
-const maxElementName = 64
-
 // recall checks a reward: 1 to corebus.MaxRewardTerms named elements with finite weights, not
 // all zero, and an optional positive max_distance. The core resolves the names against the
 // running bank's observation and refuses the ones it does not have.
@@ -409,8 +406,8 @@ func recall(p *recallPayload) (corebus.Recall, error) {
 	for _, name := range slices.Sorted(maps.Keys(p.Reward)) {
 		w := p.Reward[name]
 		switch {
-		case name == "" || len(name) > maxElementName:
-			return out, fmt.Errorf("%w: reward element names are 1 to %d characters", ErrMalformed, maxElementName)
+		case name == "" || len(name) > corebus.MaxElementLength:
+			return out, fmt.Errorf("%w: reward element names are 1 to %d characters", ErrMalformed, corebus.MaxElementLength)
 		case math.IsNaN(w) || math.IsInf(w, 0):
 			return out, fmt.Errorf("%w: reward weight of %q is not finite", ErrOutOfRange, name)
 		}

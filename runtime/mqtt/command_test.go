@@ -163,7 +163,7 @@ func TestDecodeRejects(t *testing.T) {
 		{"recall weight beyond float64", RouteRecall, hdr(`"reward":{"a":1e999}`), false, ErrMalformed, nil},
 		{"recall all weights zero", RouteRecall, hdr(`"reward":{"a":0,"b":0}`), false, ErrOutOfRange, nil},
 		{"recall empty element name", RouteRecall, hdr(`"reward":{"":1}`), false, ErrMalformed, nil},
-		{"recall element name too long", RouteRecall, hdr(`"reward":{"` + strings.Repeat("x", 65) + `":1}`), false, ErrMalformed, nil},
+		{"recall element name too long", RouteRecall, hdr(`"reward":{"` + strings.Repeat("x", corebus.MaxElementLength+1) + `":1}`), false, ErrMalformed, nil},
 		{"recall too many terms", RouteRecall, hdr(`"reward":{` + manyTerms(corebus.MaxRewardTerms+1) + `}`), false, ErrMalformed, nil},
 		{"recall distance zero", RouteRecall, hdr(`"reward":{"a":1},"max_distance":0`), false, ErrOutOfRange, nil},
 		{"recall distance negative", RouteRecall, hdr(`"reward":{"a":1},"max_distance":-1`), false, ErrOutOfRange, nil},
