@@ -41,6 +41,10 @@ func TestScenarios(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := play(t, string(src))
+			// The core is deterministic: the same inputs give the same log, byte for byte.
+			if again := play(t, string(src)); !bytes.Equal(got, again) {
+				t.Fatalf("two plays of %s differ:\n%s", name, lineDiff(string(got), string(again)))
+			}
 			golden := strings.TrimSuffix(script, ".txt") + ".golden"
 			if *update {
 				if err := os.WriteFile(golden, got, 0o644); err != nil {
