@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -125,8 +126,8 @@ func parseReward(args []string) (map[string]float64, error) {
 	for _, a := range args {
 		name, value, ok := strings.Cut(a, "=")
 		w, err := strconv.ParseFloat(value, 64)
-		if !ok || name == "" || err != nil {
-			return nil, fmt.Errorf("recall: %q is not ELEMENT=WEIGHT (for example base_lin_vel.x=1)", a)
+		if !ok || name == "" || err != nil || math.IsNaN(w) || math.IsInf(w, 0) {
+			return nil, fmt.Errorf("recall: %q is not ELEMENT=WEIGHT with a finite weight (for example base_lin_vel.x=1)", a)
 		}
 		if _, dup := reward[name]; dup {
 			return nil, fmt.Errorf("recall: element %q given twice", name)

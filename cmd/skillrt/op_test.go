@@ -16,6 +16,8 @@ func TestParseReward(t *testing.T) {
 		{[]string{"=1"}, nil},
 		{[]string{"a=one"}, nil},
 		{[]string{"a=1", "a=2"}, nil},
+		{[]string{"a=NaN"}, nil},
+		{[]string{"a=-Inf"}, nil},
 	} {
 		got, err := parseReward(tc.args)
 		if (err == nil) != (tc.want != nil) || (tc.want != nil && !reflect.DeepEqual(got, tc.want)) {
