@@ -77,6 +77,6 @@ func benchmarkNavigationTick(b *testing.B, armed bool) {
 // BenchmarkNavigationTickPlain runs without switching or blending.
 func BenchmarkNavigationTickPlain(b *testing.B) { benchmarkNavigationTick(b, false) }
 
-// BenchmarkNavigationTickArmed runs with switching and blending armed, walls coming and going
+// BenchmarkNavigationTickArmed runs with switching and blending armed, walls coming and going,
 // a stalled robot, and a recall every 700 ms.
 func BenchmarkNavigationTickArmed(b *testing.B) { benchmarkNavigationTick(b, true) }
