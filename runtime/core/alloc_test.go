@@ -5,15 +5,16 @@ import (
 	"time"
 
 	"github.com/dualforce/dualforce/runtime/corebus"
+	"github.com/dualforce/dualforce/skills/skillstest"
 )
 
 // armedScenario is a running navigation core with switching, blending and recall armed: walls
 // come and go on the routes, the robot makes no progress (a stall counts after 500 ms), and
-// operator recalls (on the features and through the encoder) arrive every 700 ms.
+// operator recalls (on the features and through the bank's FRE encoder) arrive every 700 ms.
 func armedScenario(t testing.TB, armed bool) (s *scenario, tick func()) {
 	s = newScenario(t)
-	s.opts.Encoder = scenarioEncoder{s.bank.Contract.Layout}
-	s.cfg.Switching.StallAfter = 500 * time.Millisecond // the robot stands still: stalls too
+	s.bank.FRE = skillstest.ConstantFRE(t, s.bank.Contract, []float32{1, 0}) // the real encoder runs
+	s.cfg.Switching.StallAfter = 500 * time.Millisecond                      // the robot stands still: stalls too
 	if !armed {
 		s.cfg.Switching.Enabled, s.cfg.Blend = false, 0
 	}
@@ -24,7 +25,11 @@ func armedScenario(t testing.TB, armed bool) (s *scenario, tick func()) {
 	s.quiet = true
 	recalls := []corebus.Command{
 		{Kind: corebus.KindRecall, Recall: corebus.Recall{Reward: []corebus.RewardTerm{{Element: "base_ang_vel.z", Weight: 1}}}},
-		{Kind: corebus.KindRecall, Recall: corebus.Recall{Reward: []corebus.RewardTerm{{Element: "joint_pos.FL_HAA", Weight: 2}}}},
+		// Offering a recall outside the features FRE-encodes it in the offering goroutine, which
+		// allocates there; this one arrives encoded (what ConstantFRE gives), so that what is
+		// counted is the control path.
+		{Kind: corebus.KindRecall, Recall: corebus.Recall{Reward: []corebus.RewardTerm{{Element: "joint_pos.FL_HAA", Weight: 2}},
+			Latent: []float32{1, 0}, Generation: 1}},
 		{Kind: corebus.KindRecall, Recall: corebus.Recall{Reward: []corebus.RewardTerm{{Element: "base_lin_vel.x", Weight: 1}}}},
 	}
 	walls := []corebus.Routes{corebus.RouteLeft, 0, corebus.RouteRight, corebus.RouteOver, corebus.RouteLeft | corebus.RouteRight}

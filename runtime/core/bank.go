@@ -11,7 +11,8 @@ import (
 // RewardEncoder encodes a reward that is linear in raw observation elements into a latent of
 // the bank: it evaluates the reward on the bank's anchor states and runs the bank's FRE encoder
 // on them (skills owns both). Weights has one entry per observation element; z has the bank's
-// latent size. It runs on the control thread, so it must not allocate.
+// latent size. It runs when a recall is offered to the core, off the control thread, one call
+// at a time.
 type RewardEncoder interface {
 	EncodeLinearReward(weights, z []float32) error
 }
@@ -20,8 +21,8 @@ type RewardEncoder interface {
 type LoadOptions struct {
 	// Measured is what evaluation measured per latent; nil reads LatentMeasures of the bank.
 	Measured Measured
-	// Encoder is the bank's FRE encoder with its anchor states; nil when the bank has none, and
-	// recall by a reward outside the bank's features is refused.
+	// Encoder encodes a reward outside the bank's features; nil takes the bank's own FRE encoder
+	// over its anchor states (skills.AnchorEncoder), and without one such a recall is refused.
 	Encoder RewardEncoder
 }
 
@@ -40,12 +41,12 @@ type Loaded struct {
 	measured  Measured
 	encoder   RewardEncoder
 	features  *skills.Projector
-	// Recall scratch: reward weights on the features and on the observation, and a latent.
-	featureWeights, obsWeights, latent []float32
+	// Recall scratch: reward weights on the features.
+	featureWeights []float32
 }
 
 // Load prepares bank (read from path, for the catalogue) to run, with the measurements its
-// latents carry and no FRE encoder. generation numbers the bank within one runtime so that a
+// latents carry and its FRE encoder, if it has one. generation numbers the bank within one runtime so that a
 // skill chosen against an older bank is refused.
 func Load(bank *skills.Bank, path string, generation uint64) (*Loaded, error) {
 	return LoadWith(bank, path, generation, LoadOptions{})
@@ -83,13 +84,19 @@ func LoadWith(bank *skills.Bank, path string, generation uint64, opts LoadOption
 	if opts.Measured == nil {
 		opts.Measured = LatentMeasures(bank)
 	}
+	if opts.Encoder == nil && bank.FRE != nil {
+		enc, err := bank.NewAnchorEncoder()
+		if err != nil {
+			return nil, fmt.Errorf("%w: fre: %w", ErrConfig, err)
+		}
+		opts.Encoder = enc
+	}
 	_, nav := ct.Layout.Field(skills.FieldHeightMap)
 	return &Loaded{
 		Bank: bank, Path: path, policies: policies, builder: builder, actions: ct.ActionMap(),
 		catalogue: cat, obs: make([]float32, builder.Dim()), navigates: nav,
 		measured: opts.Measured, encoder: opts.Encoder, features: features,
-		featureWeights: make([]float32, features.Dim()), obsWeights: make([]float32, builder.Dim()),
-		latent: make([]float32, bank.LatentDim),
+		featureWeights: make([]float32, features.Dim()),
 	}, nil
 }
 

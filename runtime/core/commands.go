@@ -195,6 +195,7 @@ func (c *Core) swapOfferedBank() {
 		ev.OK = true
 		c.setGains(o.bank)
 		c.catalogue.Store(o.bank.catalogue)
+		c.live.Store(o.bank)
 	}
 	c.emit(ev)
 }

@@ -2,6 +2,7 @@ package core
 
 import (
 	"math"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -94,6 +95,8 @@ type Core struct {
 	kp, kd float64
 
 	bank      *Loaded
+	live      atomic.Pointer[Loaded] // bank, for goroutines that offer commands
+	encoding  sync.Mutex             // one FRE encode at a time: the encoder is not concurrent
 	catalogue atomic.Pointer[corebus.Catalogue]
 	offered   atomic.Pointer[offer]
 	commands  *corebus.Ring[corebus.Command]
@@ -179,6 +182,7 @@ func New(cfg Config, bank *Loaded) (*Core, error) {
 	}
 	c.setGains(bank)
 	c.catalogue.Store(bank.catalogue)
+	c.live.Store(bank)
 	if cmd := bank.Bank.Contract.Command; cmd != nil && cfg.Velocity == [3]float64{} {
 		c.velocity = [3]float64{float64(cmd[0]), float64(cmd[1]), float64(cmd[2])}
 	}
@@ -204,8 +208,15 @@ func (c *Core) setGains(b *Loaded) {
 }
 
 // OfferCommand queues an operator command for the next policy tick; false when the queue is
-// full. Safe from any goroutine.
-func (c *Core) OfferCommand(cmd corebus.Command) bool { return c.commands.Offer(cmd) }
+// full. Safe from any goroutine, never from the one that steps the core: a recall whose reward
+// lies outside the bank's features is FRE-encoded here, in the caller's time (milliseconds for
+// a real encoder), so that the control loop never waits for it.
+func (c *Core) OfferCommand(cmd corebus.Command) bool {
+	if cmd.Kind == corebus.KindRecall && cmd.Recall.Latent == nil {
+		c.encodeRecall(&cmd.Recall)
+	}
+	return c.commands.Offer(cmd)
+}
 
 // PollEvent takes the oldest event not yet taken, for the one consumer of events (the MQTT
 // adapter). Events also appear in each Step's Output for the flight recorder.

@@ -21,8 +21,9 @@ import (
 // on policy ticks only, the only ticks that read it). A command is: u8 kind | str id |
 // str reply_to | i64 issued_at (unix ns) | i64 lifetime (ns) | u8 select_by | i64 index |
 // u64 generation | u16 n + f32 x n latent | u8 mode | f64 vx, vy, yaw_rate | f64 x, y, yaw |
-// str bank_path | u8 n + n x (str element | f64 weight) reward | f64 max_distance, where str is
-// u16 length + bytes. Version 1 records (no reward, no max_distance) still decode.
+// str bank_path | u8 n + n x (str element | f64 weight) reward | f64 max_distance |
+// u16 n + f32 x n recall latent | u64 recall generation, where str is u16 length + bytes.
+// Version 1 records (no recall fields) still decode.
 const inputRecordVersion = 2
 
 // maxRecordLatent bounds a recorded latent, so a corrupt record cannot make replay allocate much.
@@ -96,10 +97,7 @@ func appendCommand(buf []byte, cmd *corebus.Command) []byte {
 	buf = append(buf, byte(cmd.Skill.By))
 	buf = le.AppendUint64(buf, uint64(int64(cmd.Skill.Index)))
 	buf = le.AppendUint64(buf, cmd.Skill.Generation)
-	buf = le.AppendUint16(buf, uint16(len(cmd.Skill.Latent)))
-	for _, v := range cmd.Skill.Latent {
-		buf = le.AppendUint32(buf, math.Float32bits(v))
-	}
+	buf = appendLatent(buf, cmd.Skill.Latent)
 	buf = append(buf, byte(cmd.Mode))
 	for _, v := range [...]float64{cmd.Velocity.Vx, cmd.Velocity.Vy, cmd.Velocity.YawRate, cmd.Goal.X, cmd.Goal.Y, cmd.Goal.Yaw} {
 		buf = le.AppendUint64(buf, math.Float64bits(v))
@@ -110,7 +108,18 @@ func appendCommand(buf []byte, cmd *corebus.Command) []byte {
 		buf = appendString(buf, term.Element)
 		buf = le.AppendUint64(buf, math.Float64bits(term.Weight))
 	}
-	return le.AppendUint64(buf, math.Float64bits(cmd.Recall.MaxDistance))
+	buf = le.AppendUint64(buf, math.Float64bits(cmd.Recall.MaxDistance))
+	buf = appendLatent(buf, cmd.Recall.Latent)
+	return le.AppendUint64(buf, cmd.Recall.Generation)
+}
+
+func appendLatent(buf []byte, z []float32) []byte {
+	le := binary.LittleEndian
+	buf = le.AppendUint16(buf, uint16(len(z)))
+	for _, v := range z {
+		buf = le.AppendUint32(buf, math.Float32bits(v))
+	}
+	return buf
 }
 
 func appendString(buf []byte, s string) []byte {
@@ -179,14 +188,9 @@ func DecodeInputRecord(data []byte, r *InputRecord) error {
 		cmd.Skill.By = corebus.SelectBy(d.u8())
 		cmd.Skill.Index = int(int64(d.u64()))
 		cmd.Skill.Generation = d.u64()
-		if n := int(d.u16()); n > 0 {
-			if n > maxRecordLatent || d.err != nil {
-				return fmt.Errorf("%w: latent of %d values", ErrInputRecord, n)
-			}
-			cmd.Skill.Latent = make([]float32, n)
-			for i := range cmd.Skill.Latent {
-				cmd.Skill.Latent[i] = math.Float32frombits(d.u32())
-			}
+		var err error
+		if cmd.Skill.Latent, err = d.latent(); err != nil {
+			return err
 		}
 		cmd.Mode = corebus.Mode(d.u8())
 		cmd.Velocity = corebus.Velocity{Vx: d.f64(), Vy: d.f64(), YawRate: d.f64()}
@@ -200,6 +204,10 @@ func DecodeInputRecord(data []byte, r *InputRecord) error {
 				}
 			}
 			cmd.Recall.MaxDistance = d.f64()
+			if cmd.Recall.Latent, err = d.latent(); err != nil {
+				return err
+			}
+			cmd.Recall.Generation = d.u64()
 		}
 		r.Commands = append(r.Commands, cmd)
 	}
@@ -260,3 +268,19 @@ func (d *decoder) u64() uint64 {
 func (d *decoder) f64() float64 { return math.Float64frombits(d.u64()) }
 
 func (d *decoder) str() string { return string(d.take(int(d.u16()))) }
+
+// latent reads u16 n + n float32, nil for none.
+func (d *decoder) latent() ([]float32, error) {
+	n := int(d.u16())
+	if n == 0 {
+		return nil, nil
+	}
+	if n > maxRecordLatent || d.err != nil {
+		return nil, fmt.Errorf("%w: latent of %d values", ErrInputRecord, n)
+	}
+	z := make([]float32, n)
+	for i := range z {
+		z[i] = math.Float32frombits(d.u32())
+	}
+	return z, nil
+}

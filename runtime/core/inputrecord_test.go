@@ -22,7 +22,7 @@ func sampleRecord(t testing.TB) []byte {
 		{Kind: corebus.KindSkill, ID: "s", ReplyTo: "r", IssuedAt: time.Unix(5, 6), Lifetime: time.Second,
 			Skill: corebus.SkillSelection{By: corebus.SelectByLatent, Latent: []float32{0.5, -1}}},
 		{Kind: corebus.KindGoal, Goal: corebus.Goal{X: 1, Y: -2, Yaw: 0.3}, BankPath: "/b.npz"},
-		{Kind: corebus.KindRecall, ID: "r", Recall: corebus.Recall{MaxDistance: 0.25,
+		{Kind: corebus.KindRecall, ID: "r", Recall: corebus.Recall{MaxDistance: 0.25, Latent: []float32{0.25, -2}, Generation: 3,
 			Reward: []corebus.RewardTerm{{Element: "joint_pos.FL_KFE", Weight: -1}, {Element: "base_lin_vel.x", Weight: 0.5}}}},
 	}}
 	return c.AppendInputRecord(nil, &in, &out)
@@ -42,7 +42,8 @@ func TestInputRecordRoundTrip(t *testing.T) {
 		!r.Commands[0].IssuedAt.Equal(time.Unix(5, 6)) || r.Commands[1].Goal.Y != -2 || r.Commands[1].BankPath != "/b.npz" {
 		t.Fatalf("commands %+v", r.Commands)
 	}
-	if rc := r.Commands[2].Recall; rc.MaxDistance != 0.25 || fmt.Sprint(rc.Reward) != "[{joint_pos.FL_KFE -1} {base_lin_vel.x 0.5}]" {
+	if rc := r.Commands[2].Recall; rc.MaxDistance != 0.25 || fmt.Sprint(rc.Reward) != "[{joint_pos.FL_KFE -1} {base_lin_vel.x 0.5}]" ||
+		fmt.Sprint(rc.Latent) != "[0.25 -2]" || rc.Generation != 3 {
 		t.Fatalf("recall %+v", rc)
 	}
 }

@@ -24,22 +24,55 @@ const (
 // a reward better than another (float32 successor features carry about 7 digits).
 const alikeTolerance = 1e-5
 
+// encodeRecall FRE-encodes a recall's reward against the running bank when the reward lies
+// outside the bank's features and the bank has an encoder. It runs in the goroutine that offers
+// the command (allocating there is fine); applyRecall checks what it left.
+func (c *Core) encodeRecall(r *corebus.Recall) {
+	b := c.live.Load()
+	r.Generation = b.catalogue.Generation
+	if b.encoder == nil {
+		return
+	}
+	inFeatures := true
+	for _, t := range r.Reward {
+		off, err := skills.ElementOffset(b.Bank.Contract.Layout, t.Element)
+		if err != nil {
+			return // applyRecall names the element problem
+		}
+		_, _, ok := b.features.Feature(off)
+		inFeatures = inFeatures && ok
+	}
+	if inFeatures {
+		return
+	}
+	weights := make([]float32, b.builder.Dim())
+	for _, t := range r.Reward {
+		off, _ := skills.ElementOffset(b.Bank.Contract.Layout, t.Element)
+		weights[off] += float32(t.Weight)
+	}
+	z := make([]float32, b.Bank.LatentDim)
+	c.encoding.Lock()
+	err := b.encoder.EncodeLinearReward(weights, z)
+	c.encoding.Unlock()
+	if err == nil {
+		r.Latent = z
+	}
+}
+
 // applyRecall runs the stored skill that best serves a reward linear in named observation
 // elements. When every element is one of the bank's features phi, the reward is <u, phi> plus a
 // constant and successor features make its expected value exact: the passing latent with the
-// largest <u, psi_online> wins. Otherwise the bank's FRE encoder encodes the reward on its
-// anchor states and the nearest passing latent wins if it lies within the distance allowed.
+// largest <u, psi_online> wins. Otherwise the reward's FRE encoding (made when the command was
+// offered) picks the nearest passing latent if it lies within the distance allowed.
 func (c *Core) applyRecall(now time.Duration, r *corebus.Recall) (bool, string) {
 	b := c.bank
 	clear(b.featureWeights)
-	clear(b.obsWeights)
 	inFeatures := true
 	for _, t := range r.Reward {
 		off, err := skills.ElementOffset(b.Bank.Contract.Layout, t.Element)
 		if err != nil {
 			return false, refuseRecallElement
 		}
-		b.obsWeights[off] += float32(t.Weight)
 		if k, scale, ok := b.features.Feature(off); ok {
 			b.featureWeights[k] += float32(t.Weight) * scale
 		} else {
@@ -74,15 +107,17 @@ func (c *Core) applyRecall(now time.Duration, r *corebus.Recall) (bool, string) 
 		}
 		c.recalled.Index = best
 	} else {
-		if b.encoder == nil {
+		switch {
+		case r.Generation != b.catalogue.Generation:
+			return false, refuseStaleBank
+		case b.encoder == nil:
 			return false, refuseRecallNoFRE
-		}
-		if b.encoder.EncodeLinearReward(b.obsWeights, b.latent) != nil {
+		case len(r.Latent) != b.Bank.LatentDim:
 			return false, refuseRecallEncode
 		}
 		bestD := math.Inf(1)
 		for i := range b.Bank.Latents {
-			if d := distance(b.Bank.Latents[i].Z, b.latent); m.Passed(i) && d < bestD {
+			if d := distance(b.Bank.Latents[i].Z, r.Latent); m.Passed(i) && d < bestD {
 				best, bestD = i, d
 			}
 		}

@@ -307,7 +307,9 @@ func describe(ev *corebus.Event) string {
 // play runs a script and returns the log. A script line is a directive:
 //
 //	config blend=300ms stall=3s cooldown=1s failed=2  (before start)
-//	fre                             give the bank an FRE encoder (before start)
+//	fre                             recall through a stand-in encoder (before start)
+//	bank_fre 2.1 0                  the bank carries an FRE encoder that encodes every reward
+//	                                to this latent (before start)
 //	start                           build the core
 //	run 1.5s                        step the link; a summary of the commands follows
 //	wall left,over | wall none      the height map shows a wall on those routes
@@ -357,6 +359,16 @@ func (s *scenario) directive(f []string) error {
 		}
 	case "fre":
 		s.opts.Encoder = scenarioEncoder{s.bank.Contract.Layout}
+	case "bank_fre":
+		z := make([]float32, len(f)-1)
+		for i, v := range f[1:] {
+			x, err := strconv.ParseFloat(v, 32)
+			if err != nil {
+				return err
+			}
+			z[i] = float32(x)
+		}
+		s.bank.FRE = skillstest.ConstantFRE(s.t, s.bank.Contract, z)
 	case "start":
 		s.start()
 	case "run":

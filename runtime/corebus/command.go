@@ -116,6 +116,11 @@ type Recall struct {
 	// MaxDistance is how far (latent units) the nearest stored latent may be from the reward's
 	// encoding on the FRE path; 0 takes the runtime's configured threshold.
 	MaxDistance float64
+	// Latent is the reward's FRE encoding against bank Generation, filled when the command is
+	// offered to the core (encoding takes milliseconds: never on the control thread); nil when
+	// the reward lies in the bank's features or could not be encoded.
+	Latent     []float32
+	Generation uint64
 }
 
 // Command is one validated operator command. Only the fields of its Kind are

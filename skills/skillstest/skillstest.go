@@ -119,3 +119,39 @@ func ConstantSlots(t testing.TB, c skills.Contract, actions ...[skills.NumJoints
 	}
 	return b
 }
+
+// ConstantFRE is an FRE encoder for contract c that encodes every reward to latent z: every
+// weight is zero, so the final layer's bias is all that reaches the output. Its 8 anchors (2
+// subsets) are zero states. It exercises the runtime's recall through a real encoder where what
+// is tested is the choice among stored latents, not the encoding.
+func ConstantFRE(t testing.TB, c skills.Contract, z []float32) *skills.FRE {
+	t.Helper()
+	const width, ffn, bins, anchors = 4, 4, 2, 8
+	net := skills.FRENet{Heads: 1, Arrays: map[string]skills.Array{}}
+	zeros := func(name string, shape ...int) {
+		n := 1
+		for _, d := range shape {
+			n *= d
+		}
+		net.Arrays[name] = skills.Array{Shape: shape, Data: make([]float32, n)}
+	}
+	zeros(skills.FREStateW, c.Layout.Dim(), width/2)
+	zeros(skills.FREStateB, width/2)
+	zeros(skills.FRERewardEmbed, bins, width/2)
+	for _, name := range []string{"ln1/gamma", "ln1/beta", "attn/bq", "attn/bk", "attn/bv", "attn/bo", "ln2/gamma", "ln2/beta", "ffn/b2"} {
+		zeros(skills.FREBlockArray(0, name), width)
+	}
+	for _, name := range []string{"attn/wq", "attn/wk", "attn/wv", "attn/wo"} {
+		zeros(skills.FREBlockArray(0, name), width, width)
+	}
+	zeros(skills.FREBlockArray(0, "ffn/w1"), width, ffn)
+	zeros(skills.FREBlockArray(0, "ffn/b1"), ffn)
+	zeros(skills.FREBlockArray(0, "ffn/w2"), ffn, width)
+	zeros(skills.FREFinalGamma, width)
+	zeros(skills.FREFinalBeta, width)
+	zeros(skills.FREMeanW, width, len(z))
+	net.Arrays[skills.FREMeanB] = skills.Array{Shape: []int{len(z)}, Data: append([]float32(nil), z...)}
+	net.Arrays[skills.FRERewardScale] = skills.Array{Shape: []int{1}, Data: []float32{1}}
+	return &skills.FRE{Net: net, Subsets: 2,
+		Anchors: skills.Array{Shape: []int{anchors, c.Layout.Dim()}, Data: make([]float32, anchors*c.Layout.Dim())}}
+}
