@@ -2,8 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -11,12 +9,14 @@ import (
 	"github.com/dualforce/dualforce/runtime/corebus"
 	"github.com/dualforce/dualforce/runtime/mqtt"
 	"github.com/dualforce/dualforce/skills"
+	"github.com/dualforce/dualforce/skills/skillstest"
 )
 
 // Recall by reward end to end: the operator client skillrt op uses sends cmd/recall through the
 // embedded broker; the runtime's core picks the latent whose measured successor features serve
 // the reward best, runs it, and the reply names it with its score. A reward outside the bank's
-// features is refused with the reason: this bank has no FRE encoder.
+// features goes through the bank's FRE encoder (one that encodes every reward to "lean"'s
+// latent), and the reply names the skill and its distance.
 func TestRecallByRewardOverMQTT(t *testing.T) {
 	cfg := testConfig(t)
 	bank := twoSkillBank(t)
@@ -27,6 +27,7 @@ func TestRecallByRewardOverMQTT(t *testing.T) {
 		psi[1] = float32(i)
 		bank.Latents[i].Info.OnlinePsi = psi
 	}
+	bank.FRE = skillstest.ConstantFRE(t, bank.Contract, bank.Latents[1].Z)
 	if err := skills.WriteBank(cfg.Bank, bank); err != nil {
 		t.Fatal(err)
 	}
@@ -62,11 +63,14 @@ func TestRecallByRewardOverMQTT(t *testing.T) {
 			return c.LoadMonitor(&snap) && snap.Skill.Index == r.Recall.Skill.Index
 		})
 	}
-	r, err := op.Recall(ctx, map[string]float64{"base_lin_vel.x": 1}, 0)
-	if !errors.Is(err, mqtt.ErrCommandRejected) || !strings.Contains(r.Error, "bank has no FRE encoder") || r.Recall == nil || r.Recall.By != "fre" {
-		t.Fatalf("a reward outside the features without an encoder: %v, reply %+v", err, r)
+	if _, err := op.Recall(ctx, map[string]float64{"joint_pos.FL_HFE": -2}, 0); err != nil {
+		t.Fatal(err) // back to "still"
 	}
-	t.Logf("refused: %s", r.Error)
+	r, err := op.Recall(ctx, map[string]float64{"base_lin_vel.x": 1}, 0)
+	if err != nil || r.Recall == nil || r.Recall.By != "fre" || r.Recall.Skill == nil || r.Recall.Skill.Name != "lean" ||
+		r.Recall.Distance == nil || *r.Recall.Distance != 0 {
+		t.Fatalf("a reward outside the features: %v, reply %+v %+v", err, r, r.Recall)
+	}
 }
 
 // The flight recorder's event line of an automatic switch says why; of a recall, which latent.
