@@ -46,8 +46,8 @@ type Loaded struct {
 }
 
 // Load prepares bank (read from path, for the catalogue) to run, with the measurements its
-// latents carry and its FRE encoder, if it has one. generation numbers the bank within one runtime so that a
-// skill chosen against an older bank is refused.
+// latents carry and its FRE encoder, if it has one. generation numbers the bank within one
+// runtime so that a skill chosen against an older bank is refused.
 func Load(bank *skills.Bank, path string, generation uint64) (*Loaded, error) {
 	return LoadWith(bank, path, generation, LoadOptions{})
 }

@@ -17,7 +17,9 @@
 // with the best measured success in the matching fenced world, then the farthest in successor-
 // feature space; never under a fault, at most once per cooldown, each switch an event saying what
 // was blocked, which latents were weighed and why the chosen one. What evaluation measured per
-// latent reaches the core through the Measured interface, the FRE encoder through RewardEncoder.
+// latent reaches the core through the Measured interface, the FRE encoder through RewardEncoder
+// (the bank's own by default); a reward is FRE-encoded when its command is offered, in the
+// offering goroutine, because an encode takes milliseconds.
 //
 // The safety supervisor latches like odri_control_interface and more: joint position and velocity
 // limits, driver error codes, link timeout, attitude limit, NaN/Inf anywhere, loop overrun budget,
