@@ -17,7 +17,8 @@
 //     per-latent numbers, the FRE encoder and its anchors as arrays), its
 //     atomic writer that enforces the reader's limits, and its validating
 //     reader, which also reads format v1;
-//   - skill recall by index, tag, name or nearest latent.
+//   - skill recall by index, tag, name or nearest latent, and the names of
+//     observation elements an operator's reward weighs ("joint_pos.FL_KFE").
 //
 // The package is pure Go (CGO_ENABLED=0) so the runtime can cross-compile to
 // linux/arm64; it imports only the standard library, gonum, npyio and vek.

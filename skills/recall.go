@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 )
 
 // Skill is a recalled skill: run slot Slot's policy with latent Z.
@@ -94,4 +95,71 @@ func (b *Bank) NewPolicies() ([]*Policy, error) {
 		ps[i] = p
 	}
 	return ps, nil
+}
+
+// ErrUnknownElement reports an observation element name that the layout does not have.
+var ErrUnknownElement = errors.New("skills: no such observation element")
+
+// axisNames name the elements of the 3-vector fields.
+var axisNames = [3]string{"x", "y", "z"}
+
+// ElementOffset resolves the name of one element of layout l's observation to its offset. An
+// element is named by its field: "remaining_time" (a 1-element field), "field[k]" (any field),
+// "field.x", ".y", ".z" (3-element fields: base_lin_vel, base_ang_vel, projected_gravity,
+// command), "field.FL_KFE" (the per-joint fields, by JointNames). It never allocates, so the
+// runtime resolves operator rewards on its control thread; errors are ErrUnknownElement.
+func ElementOffset(l Layout, name string) (int, error) {
+	field, sub := name, ""
+	index := -1
+	if i := strings.IndexAny(name, ".["); i >= 0 {
+		field, sub = name[:i], name[i:]
+	}
+	f, ok := l.Field(field)
+	switch {
+	case !ok:
+		return 0, ErrUnknownElement
+	case sub == "":
+		if f.Dim == 1 {
+			index = 0
+		}
+	case sub[0] == '[' && len(sub) > 2 && sub[len(sub)-1] == ']':
+		index = parseIndex(sub[1 : len(sub)-1])
+	case sub[0] == '.' && f.Dim == 3:
+		index = slices.Index(axisNames[:], sub[1:])
+	case sub[0] == '.' && f.Dim == NumJoints:
+		index = slices.Index(JointNames[:], sub[1:])
+	}
+	if index < 0 || index >= f.Dim {
+		return 0, ErrUnknownElement
+	}
+	return f.Offset + index, nil
+}
+
+// parseIndex reads a small decimal index without allocating; -1 when s is not one.
+func parseIndex(s string) int {
+	if len(s) == 0 || len(s) > 4 {
+		return -1
+	}
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return -1
+		}
+		n = 10*n + int(s[i]-'0')
+	}
+	return n
+}
+
+// Feature finds the observation element at obsOffset among the features phi: its index k in
+// phi and the scale of its standardisation, so that a reward w * obs[obsOffset] is
+// (w * scale) * phi[k] plus a constant. ok is false when phi does not project that element.
+func (p *Projector) Feature(obsOffset int) (k int, scale float32, ok bool) {
+	for _, s := range p.spans {
+		if obsOffset >= s[0] && obsOffset < s[0]+s[1] {
+			k += obsOffset - s[0]
+			return k, 1 / p.norm.invStd[k], true
+		}
+		k += s[1]
+	}
+	return 0, 0, false
 }

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dualforce/dualforce/runtime/mqtt"
@@ -17,6 +19,12 @@ const opHelp = `skillrt op: operator commands to one robot over MQTT.
 Usage:
   skillrt op [flags] list                    the bank's skills (index, name, tags)
   skillrt op [flags] switch INDEX|NAME       run another skill from the next policy tick
+  skillrt op [flags] recall ELEMENT=WEIGHT...
+                                             run the stored skill that best serves the reward
+                                             sum WEIGHT * ELEMENT over named observation elements
+                                             (base_lin_vel.x, base_ang_vel.z, joint_pos.FL_KFE,
+                                             height_map[60], ...); the reply names the skill and
+                                             its score (bank features) or distance (FRE encoding)
   skillrt op [flags] mode stand|run|damp|stop
   skillrt op [flags] stop                    damp, then motors off
   skillrt op [flags] estop | clear           latch / reset the operator E-stop
@@ -35,6 +43,7 @@ func opCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	credFile := fs.String("credentials-file", "", "file holding username:password")
 	caFile := fs.String("ca-file", "", "ssl://: PEM roots the broker's certificate must chain to")
 	telemetry := fs.Bool("telemetry", false, "watch: include 10 Hz telemetry")
+	maxDistance := fs.Float64("max-distance", 0, "recall: the farthest stored latent from the reward's FRE encoding to accept; 0 = the robot's configured threshold")
 	if code := parse(fs, args); code >= 0 {
 		return code
 	}
@@ -84,6 +93,13 @@ func opCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			sel = mqtt.SkillSelector{Index: &i}
 		}
 		return reply(op.SelectSkill(cctx, sel))
+	case verb == "recall" && len(rest) >= 2:
+		reward, err := parseReward(rest[1:])
+		if err != nil {
+			fmt.Fprintln(stderr, "skillrt op:", err)
+			return 2
+		}
+		return reply(op.Recall(cctx, reward, *maxDistance))
 	case verb == "mode" && len(rest) == 2:
 		return reply(op.SetMode(cctx, rest[1]))
 	case verb == "stop":
@@ -102,4 +118,21 @@ func opCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fs.Usage()
 	return 2
+}
+
+// parseReward reads ELEMENT=WEIGHT arguments.
+func parseReward(args []string) (map[string]float64, error) {
+	reward := make(map[string]float64, len(args))
+	for _, a := range args {
+		name, value, ok := strings.Cut(a, "=")
+		w, err := strconv.ParseFloat(value, 64)
+		if !ok || name == "" || err != nil || math.IsNaN(w) || math.IsInf(w, 0) {
+			return nil, fmt.Errorf("recall: %q is not ELEMENT=WEIGHT with a finite weight (for example base_lin_vel.x=1)", a)
+		}
+		if _, dup := reward[name]; dup {
+			return nil, fmt.Errorf("recall: element %q given twice", name)
+		}
+		reward[name] = w
+	}
+	return reward, nil
 }

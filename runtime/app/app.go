@@ -296,7 +296,10 @@ func NewCore(cfg config.Config, opts Options, requestBank func(corebus.Command) 
 		cc.Kd = *cfg.Gains.Kd
 	}
 	cc.SliderRequired = cfg.Slider.Enabled
-	cc.Switching.Enabled, cc.Switching.Clearance = cfg.Obstacle.Enabled, cfg.Obstacle.ClearanceM
+	o := &cfg.Obstacle
+	cc.Switching.Enabled, cc.Switching.Clearance, cc.Switching.Cooldown = o.Enabled, o.ClearanceM, o.Cooldown
+	cc.Switching.StallAfter, cc.Switching.MinProgress, cc.Switching.GoalRadius = o.StallAfter, o.MinProgressM, o.GoalRadiusM
+	cc.Blend, cc.RecallMaxDistance = cfg.Transitions.Blend, cfg.Recall.MaxDistance
 	cc.RequestBank = requestBank
 	return core.New(cc, loaded)
 }
@@ -562,9 +565,35 @@ func appendEvent(buf []byte, e *corebus.Event) []byte {
 	case corebus.EventSkillSwitch:
 		buf = append(buf, `,"to":`...)
 		buf = strconv.AppendInt(buf, int64(e.To.Index), 10)
+		buf = appendSwitchReport(buf, &e.Switch)
 	case corebus.EventCommandDone:
 		buf = append(buf, `,"ok":`...)
 		buf = strconv.AppendBool(buf, e.OK)
+		if e.Recalled.Valid {
+			buf = append(buf, `,"recalled":`...)
+			buf = strconv.AppendInt(buf, int64(e.Recalled.Index), 10)
+		}
 	}
 	return append(buf, "}\n"...)
+}
+
+// appendSwitchReport adds why the core switched by itself: the trigger, the matching world and
+// the candidates, best first.
+func appendSwitchReport(buf []byte, r *corebus.SwitchReport) []byte {
+	if r.Trigger == corebus.TriggerNone {
+		return buf
+	}
+	buf = append(buf, `,"trigger":`...)
+	buf = strconv.AppendQuote(buf, r.Trigger.String())
+	buf = append(buf, `,"world":`...)
+	buf = strconv.AppendQuote(buf, r.World)
+	buf = append(buf, `,"candidates":[`...)
+	for i, c := range r.Listed() {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = strconv.AppendInt(buf, int64(c.Index), 10)
+	}
+	buf = append(buf, `],"chosen":`...)
+	return strconv.AppendQuote(buf, r.Chosen)
 }

@@ -1,13 +1,16 @@
 package app
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"math"
 	"net"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -49,14 +52,16 @@ func TestRuntimeEndToEnd(t *testing.T) {
 	}
 	stamp := func() string { return time.Now().UTC().Format(time.RFC3339Nano) }
 
-	// Watch events from before the commands go out.
-	events := exec.Command("mosquitto_sub", "-h", broker, "-p", port, "-q", "1", "-t", prefix+"events", "-v")
+	// Watch events from before the commands go out. The retained state/mode arrives as soon as
+	// the subscription is in place: that line proves it.
+	events := exec.Command("mosquitto_sub", "-h", broker, "-p", port, "-q", "1", "-t", prefix+"events", "-t", prefix+"state/mode", "-v")
 	evOut, _ := events.StdoutPipe()
 	if err := events.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = events.Process.Kill(); _ = events.Wait() }()
-	time.Sleep(200 * time.Millisecond) // the subscription is in place
+	seen := collectLines(evOut)
+	waitFor(t, 5*time.Second, "mosquitto_sub subscribed (retained state/mode)", func() bool { return seen.has(prefix + "state/mode ") })
 
 	pub("cmd/mode", fmt.Sprintf(`{"id":"m1","issued_at":%q,"expires_in_ms":5000,"mode":"run"}`, stamp()))
 	waitFor(t, 5*time.Second, "running", func() bool { return c.Phase() == core.PhaseRun })
@@ -76,9 +81,12 @@ func TestRuntimeEndToEnd(t *testing.T) {
 	if !strings.Contains(string(out), `"lean"`) && !strings.Contains(string(out), `"index":1`) {
 		t.Fatalf("retained state/skill %s", out)
 	}
-	// A malformed command is rejected and changes nothing.
+	// A malformed command is rejected before it reaches the core: once its rejection is out,
+	// nothing has changed.
 	pub("cmd/skill", `{"id":"bad","select":`)
-	time.Sleep(100 * time.Millisecond)
+	waitFor(t, 5*time.Second, "the malformed command's rejection event", func() bool {
+		return seen.has(`"type":"command_rejected","command":"skill"`)
+	})
 	if c.LoadMonitor(&snap); snap.Skill.Index != 1 || c.Phase() != core.PhaseRun {
 		t.Fatalf("malformed command changed the robot: skill %d phase %v", snap.Skill.Index, c.Phase())
 	}
@@ -96,10 +104,9 @@ func TestRuntimeEndToEnd(t *testing.T) {
 
 	tm := h.stop(t)
 	_ = events.Process.Kill()
-	evBytes, _ := io.ReadAll(evOut)
 	for _, want := range []string{"skill_switch", "mode_change"} {
-		if !strings.Contains(string(evBytes), want) {
-			t.Errorf("no %s event seen by mosquitto_sub:\n%s", want, evBytes)
+		if !seen.has(want) {
+			t.Errorf("no %s event seen by mosquitto_sub:\n%s", want, seen.text())
 		}
 	}
 	t.Logf("loop: %d ticks, %d missed periods, %d overruns, period p50 %v p99 %v, compute p99 %v",
@@ -117,4 +124,37 @@ func TestRuntimeEndToEnd(t *testing.T) {
 		t.Fatalf("recording holds %d ticks, %d policy ticks", len(ticks), policy)
 	}
 	t.Logf("recording: %d ticks, %d with a policy step", len(ticks), policy)
+}
+
+// lines collects what a child process prints, line by line, for waiting on a line that proves
+// something happened.
+type lines struct {
+	mu  sync.Mutex
+	all []string
+}
+
+func collectLines(r io.Reader) *lines {
+	l := &lines{}
+	go func() {
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			l.mu.Lock()
+			l.all = append(l.all, sc.Text())
+			l.mu.Unlock()
+		}
+	}()
+	return l
+}
+
+// has reports whether a line so far contains sub.
+func (l *lines) has(sub string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.ContainsFunc(l.all, func(s string) bool { return strings.Contains(s, sub) })
+}
+
+func (l *lines) text() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.all, "\n")
 }

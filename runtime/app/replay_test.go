@@ -23,28 +23,23 @@ func TestReplayReproducesTheRun(t *testing.T) {
 	cfg.Limits.LoopOverrunBudget = 19 // a shared machine; timing is not what this test is about
 	h := app.StartHarness(t, cfg, app.Options{AutoRun: true})
 	c := h.Runtime().Core()
-	deadline := time.Now().Add(10 * time.Second)
-	for c.Phase() != core.PhaseRun {
-		if time.Now().After(deadline) || c.Fault() != "" {
-			t.Fatalf("not running within 10 s (phase %v, fault %q)", c.Phase(), c.Fault())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	time.Sleep(300 * time.Millisecond)
+	var snap corebus.Snapshot
+	await := watch(t, c, &snap)
+	const policyTicks = 15 // 300 ms of a 50 Hz policy
+	await("running", func() bool { return c.Phase() == core.PhaseRun })
+	ran := snap.Loop.PolicyTicks
+	await("300 ms of running", func() bool { return snap.Loop.PolicyTicks >= ran+policyTicks })
 	c.OfferCommand(corebus.Command{Kind: corebus.KindSkill, ID: "switch", Skill: corebus.SkillSelection{By: corebus.SelectByIndex, Index: 1, Generation: c.Catalogue().Generation}})
-	time.Sleep(300 * time.Millisecond)
+	await("skill 1 running", func() bool { return snap.Skill.Index == 1 })
+	ran = snap.Loop.PolicyTicks
+	await("300 ms of skill 1", func() bool { return snap.Loop.PolicyTicks >= ran+policyTicks })
 	c.OfferCommand(corebus.Command{Kind: corebus.KindMode, ID: "damp", Mode: corebus.ModeDamp})
-	time.Sleep(100 * time.Millisecond)
+	await("damping", func() bool { return snap.Mode == corebus.ModeDamp })
+	ran = snap.Loop.PolicyTicks
+	await("100 ms of damping", func() bool { return snap.Loop.PolicyTicks >= ran+policyTicks/3 })
 	h.Stop(t)
 
-	files, err := recorder.Recordings(cfg.Recorder.Dir, "")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("recordings %v %v", files, err)
-	}
-	res, err := replay.Run(files, replay.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	files, res := replayRecordings(t, cfg.Recorder.Dir)
 	if res.Divergence != nil {
 		t.Fatalf("replay diverged: %v\nrecorded %+v\nreplayed %+v", res.Divergence, res.Divergence.Recorded.Drivers[0], res.Divergence.Replayed.Drivers[0])
 	}
@@ -61,7 +56,7 @@ func TestReplayReproducesTheRun(t *testing.T) {
 	if err := skills.WriteBank(other, skillstest.Constant(t, skillstest.Locomotion(t), a)); err != nil {
 		t.Fatal(err)
 	}
-	res, err = replay.Run(files, replay.Options{Bank: other})
+	res, err := replay.Run(files, replay.Options{Bank: other})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,4 +64,69 @@ func TestReplayReproducesTheRun(t *testing.T) {
 		t.Fatal("a different bank replayed identically")
 	}
 	t.Logf("with another bank: %v", res.Divergence)
+}
+
+// watch returns a wait on what the core reports, never a fixed sleep: cond sees the monitor
+// snapshot (policy ticks, the skill, the mode) loaded into snap; a fault ends the wait.
+func watch(t *testing.T, c *core.Core, snap *corebus.Snapshot) func(what string, cond func() bool) {
+	return func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !(c.LoadMonitor(snap) && cond()) {
+			if time.Now().After(deadline) || c.Fault() != "" {
+				t.Fatalf("%s: not within 10 s (phase %v, fault %q)", what, c.Phase(), c.Fault())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}
+
+// replayRecordings re-runs the core on the recordings in dir with the recorded bank.
+func replayRecordings(t *testing.T, dir string) ([]string, *replay.Result) {
+	t.Helper()
+	files, err := recorder.Recordings(dir, "")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("recordings %v %v", files, err)
+	}
+	res, err := replay.Run(files, replay.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files, res
+}
+
+// A recall is part of the flight recording: replaying a run in which an operator recalled a
+// skill by reward, mid-run and blended, reproduces every command byte for byte.
+func TestReplayReproducesARecall(t *testing.T) {
+	cfg := app.TestConfig(t)
+	cfg.Limits.LoopOverrunBudget = 19 // a shared machine; timing is not what this test is about
+	bank := skillstest.ConstantSlots(t, skillstest.Locomotion(t),
+		[skills.NumJoints]float32{}, [skills.NumJoints]float32{0, 0.5, -0.5, 0, 0.5, -0.5, 0, -0.5, 0.5, 0, -0.5, 0.5})
+	for i := range bank.Latents {
+		psi := make([]float32, bank.Contract.Features.Dim(bank.Contract.Layout))
+		psi[2] = -float32(i) // latent 1 bends FL_KFE
+		bank.Latents[i].Info.OnlinePsi = psi
+	}
+	if err := skills.WriteBank(cfg.Bank, bank); err != nil {
+		t.Fatal(err)
+	}
+	h := app.StartHarness(t, cfg, app.Options{AutoRun: true})
+	c := h.Runtime().Core()
+	var snap corebus.Snapshot
+	await := watch(t, c, &snap)
+	await("running", func() bool { return c.Phase() == core.PhaseRun })
+	ran := snap.Loop.PolicyTicks
+	await("200 ms of running", func() bool { return snap.Loop.PolicyTicks >= ran+10 })
+	c.OfferCommand(corebus.Command{Kind: corebus.KindRecall, ID: "bend", Recall: corebus.Recall{
+		Reward: []corebus.RewardTerm{{Element: "joint_pos.FL_KFE", Weight: -1}}}})
+	await("the recalled skill running", func() bool { return snap.Skill.Index == 1 })
+	ran = snap.Loop.PolicyTicks
+	await("the blend done", func() bool { return snap.Loop.PolicyTicks >= ran+20 })
+	h.Stop(t)
+
+	_, res := replayRecordings(t, cfg.Recorder.Dir)
+	if res.Divergence != nil {
+		t.Fatalf("replay of a recall diverged: %v", res.Divergence)
+	}
+	t.Logf("replayed %d ticks with a recall, %d commands identical byte for byte", res.Ticks, res.Compared)
 }

@@ -30,6 +30,8 @@ type Config struct {
 	Metrics     Metrics     `yaml:"metrics"`
 	Recorder    Recorder    `yaml:"recorder"`
 	Obstacle    Obstacle    `yaml:"obstacle_switching"`
+	Transitions Transitions `yaml:"transitions"`
+	Recall      Recall      `yaml:"recall"`
 }
 
 // Transport kinds.
@@ -147,10 +149,31 @@ type Recorder struct {
 	MaxFileDuration time.Duration `yaml:"max_file_duration"` // 0: rotate by size only
 }
 
-// Obstacle configures skill switching near obstacles.
+// Obstacle configures skill switching (navigation banks): a skill gives way when the height map
+// shows a wall on its route, or when it makes no progress towards the goal for StallAfter.
 type Obstacle struct {
-	Enabled    bool    `yaml:"enabled"`
-	ClearanceM float64 `yaml:"clearance_m"` // m of clearance below which the runtime switches skill
+	Enabled    bool          `yaml:"enabled"`
+	ClearanceM float64       `yaml:"clearance_m"` // m of clearance below which the runtime switches skill
+	Cooldown   time.Duration `yaml:"cooldown"`    // the least time between two switches
+	// StallAfter is how long a running skill may get no closer to the goal before its route
+	// counts as blocked; 0 turns the progress check off.
+	StallAfter   time.Duration `yaml:"stall_after"`
+	MinProgressM float64       `yaml:"min_progress_m"` // m closer to the goal that counts as progress
+	GoalRadiusM  float64       `yaml:"goal_radius_m"`  // within this distance of the goal, standing still is arrival
+}
+
+// Transitions shape every skill switch while running.
+type Transitions struct {
+	// Blend is how long the joint targets take to move from the old skill's to the new one's
+	// (inside limits.max_target_rate); 0 switches at once.
+	Blend time.Duration `yaml:"blend"`
+}
+
+// Recall configures recall by reward (cmd/recall).
+type Recall struct {
+	// MaxDistance is how far (latent units) the nearest stored latent may lie from a reward's
+	// FRE encoding for a recall to run it; a command may ask for another threshold.
+	MaxDistance float64 `yaml:"max_distance"`
 }
 
 // Default values of the keys a file leaves out.
@@ -165,12 +188,12 @@ const (
 	DefaultRecorderMaxFileMB   = 256
 	DefaultRecorderMaxFiles    = 20
 	DefaultRecorderMaxDuration = 10 * time.Minute
-	DefaultClearance           = 0.3 // m
 )
 
 // Default returns the configuration a file starts from. RobotID, Bank and Transport.Iface have
 // no sensible default: Validate reports them missing.
 func Default() Config {
+	sw := core.DefaultSwitchConfig()
 	return Config{
 		Transport:   Transport{Kind: DefaultTransport},
 		Calibration: Calibration{Mode: CalibrationIndex, Method: "auto"},
@@ -186,6 +209,9 @@ func Default() Config {
 		MQTT:     MQTT{Embedded: true, Listen: DefaultMQTTListen},
 		Metrics:  Metrics{Listen: DefaultMetricsListen},
 		Recorder: Recorder{Dir: DefaultRecorderDir, MaxFileMB: DefaultRecorderMaxFileMB, MaxFiles: DefaultRecorderMaxFiles, MaxFileDuration: DefaultRecorderMaxDuration},
-		Obstacle: Obstacle{ClearanceM: DefaultClearance},
+		Obstacle: Obstacle{ClearanceM: sw.Clearance, Cooldown: sw.Cooldown, StallAfter: sw.StallAfter,
+			MinProgressM: sw.MinProgress, GoalRadiusM: sw.GoalRadius},
+		Transitions: Transitions{Blend: core.DefaultBlend},
+		Recall:      Recall{MaxDistance: core.DefaultRecallMaxDistance},
 	}
 }

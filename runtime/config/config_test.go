@@ -159,6 +159,14 @@ func TestMalformed(t *testing.T) {
 		{"recorder files", minimal + "recorder: {max_files: 0}\n", "recorder.max_files", 4, "outside [1, 10000]"},
 		{"recorder duration", minimal + "recorder: {max_file_duration: 10ms}\n", "recorder.max_file_duration", 4, "10ms is outside [1s, 24h0m0s]"},
 		{"clearance", minimal + "obstacle_switching: {clearance_m: 0}\n", "obstacle_switching.clearance_m", 4, "0 m is outside (0, 2]"},
+		{"stall off", minimal + "obstacle_switching: {enabled: true, stall_after: 0s}\n", "", 0, ""},
+		{"stall negative", minimal + "obstacle_switching: {stall_after: -1s}\n", "obstacle_switching.stall_after", 4, "-1s is outside [0s, 1m0s]"},
+		{"cooldown long", minimal + "obstacle_switching: {cooldown: 2h}\n", "obstacle_switching.cooldown", 4, "2h0m0s is outside [0s, 1m0s]"},
+		{"progress zero", minimal + "obstacle_switching: {min_progress_m: 0}\n", "obstacle_switching.min_progress_m", 4, "0 m is outside (0, 2]"},
+		{"goal radius NaN", minimal + "obstacle_switching: {goal_radius_m: .nan}\n", "obstacle_switching.goal_radius_m", 4, "NaN m is outside [0, 2]"},
+		{"blend off", minimal + "transitions: {blend: 0s}\n", "", 0, ""},
+		{"blend long", minimal + "transitions: {blend: 5s}\n", "transitions.blend", 4, "5s is outside [0s, 2s]"},
+		{"recall distance", minimal + "recall: {max_distance: 0}\n", "recall.max_distance", 4, "0 is outside (0, 1000]"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

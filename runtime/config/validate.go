@@ -31,6 +31,9 @@ const (
 	minFileDuration     = time.Second
 	maxFileDuration     = 24 * time.Hour
 	maxClearance        = 2.0 // m
+	maxSwitchTime       = time.Minute
+	maxBlend            = 2 * time.Second
+	maxRecallDistance   = 1e3
 	requiredLinkHz      = 1000
 	maxTargetRate       = solo12.MaxJointVelocity
 	robotIDPattern      = `^[a-z0-9-]+$`
@@ -65,7 +68,7 @@ func (k *checker) number(path string, x, lo, hi float64, openLo bool, unit strin
 		if openLo {
 			bracket = "("
 		}
-		msg := fmt.Sprintf("%v %s is outside %s%.6g, %.6g]", x, unit, bracket, lo, hi)
+		msg := fmt.Sprintf("%s is outside %s%.6g, %.6g]", strings.TrimSpace(fmt.Sprintf("%v %s", x, unit)), bracket, lo, hi)
 		if len(note) > 0 {
 			msg += " (" + strings.Join(note, ", ") + ")"
 		}
@@ -149,7 +152,11 @@ func (c *Config) problems() []Problem {
 			k.add("recorder.max_file_duration", "%v is outside [%v, %v] (0 rotates by size only)", d, minFileDuration, maxFileDuration)
 		}
 	}
-	k.number("obstacle_switching.clearance_m", c.Obstacle.ClearanceM, 0, maxClearance, true, "m")
+	c.Obstacle.check(&k)
+	if b := c.Transitions.Blend; b < 0 || b > maxBlend {
+		k.add("transitions.blend", "%v is outside [0s, %v] (0s switches at once)", b, maxBlend)
+	}
+	k.number("recall.max_distance", c.Recall.MaxDistance, 0, maxRecallDistance, true, "")
 	return k.problems
 }
 
@@ -193,6 +200,18 @@ func (l *Limits) check(k *checker) {
 	k.number("limits.max_attitude", l.MaxAttitude, 0, maxAttitude, true, "rad")
 	k.number("limits.max_target_rate", l.MaxTargetRate, 0, maxTargetRate, false, "rad/s", "0 = off")
 	k.integer("limits.loop_overrun_budget", l.LoopOverrunBudget, 0, maxOverrunBudget)
+}
+
+func (o *Obstacle) check(k *checker) {
+	k.number("obstacle_switching.clearance_m", o.ClearanceM, 0, maxClearance, true, "m")
+	if o.Cooldown < 0 || o.Cooldown > maxSwitchTime {
+		k.add("obstacle_switching.cooldown", "%v is outside [0s, %v]", o.Cooldown, maxSwitchTime)
+	}
+	if o.StallAfter < 0 || o.StallAfter > maxSwitchTime {
+		k.add("obstacle_switching.stall_after", "%v is outside [0s, %v] (0s turns the progress check off)", o.StallAfter, maxSwitchTime)
+	}
+	k.number("obstacle_switching.min_progress_m", o.MinProgressM, 0, maxClearance, true, "m")
+	k.number("obstacle_switching.goal_radius_m", o.GoalRadiusM, 0, maxClearance, false, "m")
 }
 
 func (m *MQTT) check(k *checker) {

@@ -1,6 +1,8 @@
 package core
 
 import (
+	"time"
+
 	"github.com/dualforce/dualforce/runtime/corebus"
 )
 
@@ -26,10 +28,13 @@ func (c *Core) drainCommands(in *Input) {
 			c.applied[c.nApplied] = cmd
 			c.nApplied++
 		}
+		c.recalled = corebus.RecallResult{Valid: cmd.Kind == corebus.KindRecall, Index: -1}
 		ok, why := c.apply(in, &cmd)
 		if cmd.ID != "" || cmd.ReplyTo != "" {
-			c.emit(corebus.Event{Kind: corebus.EventCommandDone, OK: ok, Reason: why,
-				Command: corebus.CommandRef{Kind: cmd.Kind, ID: cmd.ID, ReplyTo: cmd.ReplyTo}})
+			ev := corebus.Event{Kind: corebus.EventCommandDone, OK: ok, Reason: why,
+				Command: corebus.CommandRef{Kind: cmd.Kind, ID: cmd.ID, ReplyTo: cmd.ReplyTo}}
+			ev.Recalled = c.recalled
+			c.emit(ev)
 		}
 	}
 }
@@ -37,7 +42,9 @@ func (c *Core) drainCommands(in *Input) {
 func (c *Core) apply(in *Input, cmd *corebus.Command) (bool, string) {
 	switch cmd.Kind {
 	case corebus.KindSkill:
-		return c.applySkill(&cmd.Skill)
+		return c.applySkill(in.Now, &cmd.Skill)
+	case corebus.KindRecall:
+		return c.applyRecall(in.Now, &cmd.Recall)
 	case corebus.KindMode:
 		return c.applyMode(in, cmd.Mode)
 	case corebus.KindEStop:
@@ -51,6 +58,7 @@ func (c *Core) apply(in *Input, cmd *corebus.Command) (bool, string) {
 		return true, ""
 	case corebus.KindGoal:
 		c.goal = [3]float64{cmd.Goal.X, cmd.Goal.Y, cmd.Goal.Yaw}
+		c.switcher.restartProgress()
 		return true, ""
 	case corebus.KindHeartbeat:
 		return true, ""
@@ -71,7 +79,7 @@ func (c *Core) apply(in *Input, cmd *corebus.Command) (bool, string) {
 	return false, refuseUnknown
 }
 
-func (c *Core) applySkill(sel *corebus.SkillSelection) (bool, string) {
+func (c *Core) applySkill(now time.Duration, sel *corebus.SkillSelection) (bool, string) {
 	if sel.By == corebus.SelectByLatent {
 		b := c.bank.Bank
 		if len(sel.Latent) != b.LatentDim {
@@ -87,7 +95,7 @@ func (c *Core) applySkill(sel *corebus.SkillSelection) (bool, string) {
 		from := c.active
 		c.slot = nearest.Slot
 		c.active = corebus.ActiveSkill{Source: corebus.SkillLatent, Index: -1}
-		c.emit(eventSwitch(from, c.active, reasonOperator))
+		c.switched(now, from, reasonOperator)
 		return true, ""
 	}
 	if sel.Generation != c.catalogue.Load().Generation {
@@ -97,8 +105,17 @@ func (c *Core) applySkill(sel *corebus.SkillSelection) (bool, string) {
 	if err := c.selectLatent(sel.Index); err != nil {
 		return false, refuseNoSkill
 	}
-	c.emit(eventSwitch(from, c.active, reasonOperator))
+	c.switched(now, from, reasonOperator)
 	return true, ""
+}
+
+// switched finishes a switch an operator asked for: blend into the new skill and report it.
+func (c *Core) switched(now time.Duration, from corebus.ActiveSkill, reason string) {
+	c.beginBlend(now)
+	c.switcher.restartProgress()
+	ev := eventSwitch(from, c.active, reason)
+	ev.Recalled = c.recalled
+	c.emit(ev)
 }
 
 // selectLatent makes bank latent i the running skill.
@@ -178,6 +195,7 @@ func (c *Core) swapOfferedBank() {
 		ev.OK = true
 		c.setGains(o.bank)
 		c.catalogue.Store(o.bank.catalogue)
+		c.live.Store(o.bank)
 	}
 	c.emit(ev)
 }

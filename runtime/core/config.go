@@ -85,6 +85,12 @@ type Config struct {
 	StopDamping time.Duration
 	// Obstacle switching (navigation banks): see Switcher.
 	Switching SwitchConfig
+	// Blend is how long the joint targets take to move from the old skill's to the new one's
+	// after a switch while running (a smooth ramp, inside the target slew limit); 0 jumps.
+	Blend time.Duration
+	// RecallMaxDistance is how far (latent units) the nearest stored latent may lie from a
+	// reward's FRE encoding for a recall to take it; a recall command may ask for less or more.
+	RecallMaxDistance float64
 	// RequestBank receives bank-load commands at a policy tick. Loading is IO, so the core never
 	// does it: the driver's loader reads and prepares the file off the control thread and answers
 	// with OfferBank. It must not block; returning false refuses the command (loader busy).
@@ -95,23 +101,36 @@ type Config struct {
 // DefaultConfig returns a config for bank with the safety defaults.
 func DefaultConfig(bank *skills.Bank) Config {
 	return Config{
-		Bank:        bank,
-		Calibration: CalibrateIndex,
-		Index:       solo12.DefaultCalibration(),
-		Limits:      DefaultLimits(),
-		StandUp:     2 * time.Second,
-		StopDamping: time.Second,
-		Switching:   DefaultSwitchConfig(),
+		Bank:              bank,
+		Calibration:       CalibrateIndex,
+		Index:             solo12.DefaultCalibration(),
+		Limits:            DefaultLimits(),
+		StandUp:           2 * time.Second,
+		StopDamping:       time.Second,
+		Switching:         DefaultSwitchConfig(),
+		Blend:             DefaultBlend,
+		RecallMaxDistance: DefaultRecallMaxDistance,
 	}
 }
+
+// Defaults of the skill transitions and recall.
+const (
+	// DefaultBlend moves the targets to a new skill's over 300 ms: a tenth of a trot cycle
+	// per 30 ms, well inside the default slew limit, and short of the switch cooldown.
+	DefaultBlend = 300 * time.Millisecond
+	// DefaultRecallMaxDistance accepts a stored latent within 0.5 of a reward's encoding.
+	DefaultRecallMaxDistance = 0.5
+)
 
 // ErrConfig wraps every configuration error.
 var ErrConfig = errors.New("core: bad config")
 
+func errConfigf(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, a...))
+}
+
 func (c *Config) validate() error {
-	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, a...))
-	}
+	bad := errConfigf
 	if c.Bank == nil {
 		return bad("no bank")
 	}
@@ -154,6 +173,12 @@ func (c *Config) validate() error {
 	}
 	if c.StandUp <= 0 || c.StopDamping < 0 {
 		return bad("stand-up time must be positive and stop damping non-negative")
+	}
+	if c.Blend < 0 || !(c.RecallMaxDistance >= 0) || math.IsInf(c.RecallMaxDistance, 0) {
+		return bad("blend %v must not be negative, the recall distance %v finite and non-negative", c.Blend, c.RecallMaxDistance)
+	}
+	if c.Switching.Enabled {
+		return c.Switching.validate()
 	}
 	return nil
 }

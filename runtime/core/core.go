@@ -2,6 +2,7 @@ package core
 
 import (
 	"math"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -94,6 +95,8 @@ type Core struct {
 	kp, kd float64
 
 	bank      *Loaded
+	live      atomic.Pointer[Loaded] // bank, for goroutines that offer commands
+	encoding  sync.Mutex             // one FRE encode at a time: the encoder is not concurrent
 	catalogue atomic.Pointer[corebus.Catalogue]
 	offered   atomic.Pointer[offer]
 	commands  *corebus.Ring[corebus.Command]
@@ -133,12 +136,20 @@ type Core struct {
 	standLower, standUpper [12]float64
 	targets                [12]float64 // the policy's targets, held between policy ticks
 	held                   [12]float64 // what is commanded, slewed towards targets
-	action                 [12]float32
-	prevAction             [12]float32
-	slot                   int
-	active                 corebus.ActiveSkill
-	velocity               [3]float64
-	goal                   [3]float64
+	// A switch while running blends the targets from blendFrom (what the old skill aimed at)
+	// to the new skill's over cfg.Blend from blendStart; mixed is the blend of this tick.
+	blending   bool
+	blendStart time.Duration
+	blendFrom  [12]float64
+	mixed      [12]float64
+	report     corebus.SwitchReport // the explanation of the switch being decided
+	recalled   corebus.RecallResult // the outcome of the recall command being applied
+	action     [12]float32
+	prevAction [12]float32
+	slot       int
+	active     corebus.ActiveSkill
+	velocity   [3]float64
+	goal       [3]float64
 }
 
 type offer struct {
@@ -171,6 +182,7 @@ func New(cfg Config, bank *Loaded) (*Core, error) {
 	}
 	c.setGains(bank)
 	c.catalogue.Store(bank.catalogue)
+	c.live.Store(bank)
 	if cmd := bank.Bank.Contract.Command; cmd != nil && cfg.Velocity == [3]float64{} {
 		c.velocity = [3]float64{float64(cmd[0]), float64(cmd[1]), float64(cmd[2])}
 	}
@@ -196,8 +208,15 @@ func (c *Core) setGains(b *Loaded) {
 }
 
 // OfferCommand queues an operator command for the next policy tick; false when the queue is
-// full. Safe from any goroutine.
-func (c *Core) OfferCommand(cmd corebus.Command) bool { return c.commands.Offer(cmd) }
+// full. Safe from any goroutine, never from the one that steps the core: a recall whose reward
+// lies outside the bank's features is FRE-encoded here, in the caller's time (milliseconds for
+// a real encoder), so that the control loop never waits for it.
+func (c *Core) OfferCommand(cmd corebus.Command) bool {
+	if cmd.Kind == corebus.KindRecall && cmd.Recall.Latent == nil {
+		c.encodeRecall(&cmd.Recall)
+	}
+	return c.commands.Offer(cmd)
+}
 
 // PollEvent takes the oldest event not yet taken, for the one consumer of events (the MQTT
 // adapter). Events also appear in each Step's Output for the flight recorder.
@@ -389,7 +408,7 @@ func (c *Core) act(in *Input, out *Output, policyTick bool) {
 				return
 			}
 		}
-		c.slew()
+		c.slew(c.aim(in.Now))
 		c.track(cmd)
 	case PhaseDamp:
 		c.damping(cmd)
@@ -425,7 +444,37 @@ func (c *Core) hold(now time.Duration, reason string) {
 func (c *Core) startRun(now time.Duration, reason string) {
 	c.targets = c.held
 	c.prevAction = [12]float32{}
+	c.blending = false
+	c.switcher.restartProgress()
 	c.enter(PhaseRun, now, reason)
+}
+
+// beginBlend starts moving the targets from where the running skill aims now to the skill that
+// replaces it; before the robot runs there is nothing to blend.
+func (c *Core) beginBlend(now time.Duration) {
+	if c.phase != PhaseRun || c.cfg.Blend <= 0 {
+		return
+	}
+	c.blendFrom = *c.aim(now)
+	c.blendStart, c.blending = now, true
+}
+
+// aim returns the targets of this tick: the policy's, or during a blend the smooth mix
+// (1-s) from + s policy with s rising from 0 to 1 as a raised cosine over cfg.Blend.
+func (c *Core) aim(now time.Duration) *[12]float64 {
+	if !c.blending {
+		return &c.targets
+	}
+	s := (now - c.blendStart).Seconds() / c.cfg.Blend.Seconds()
+	if s >= 1 {
+		c.blending = false
+		return &c.targets
+	}
+	w := (1 - math.Cos(math.Pi*max(s, 0))) / 2
+	for j := range c.mixed {
+		c.mixed[j] = c.blendFrom[j] + w*(c.targets[j]-c.blendFrom[j])
+	}
+	return &c.mixed
 }
 
 // track commands the held targets with the bank's PD gains.
@@ -452,15 +501,15 @@ func (c *Core) damping(cmd *proto.Command) {
 	setModes(cmd, c.driverMode())
 }
 
-// slew moves the commanded targets towards the policy's at most MaxTargetRate per tick.
-func (c *Core) slew() {
+// slew moves the commanded targets towards aim at most MaxTargetRate per tick.
+func (c *Core) slew(aim *[12]float64) {
 	if c.limits.MaxTargetRate == 0 {
-		c.held = c.targets
+		c.held = *aim
 		return
 	}
 	step := c.limits.MaxTargetRate * 0.001
 	for j := range c.held {
-		d := c.targets[j] - c.held[j]
+		d := aim[j] - c.held[j]
 		c.held[j] += max(-step, min(step, d))
 	}
 }

@@ -8,6 +8,19 @@
 // selected skill (policy at the bank's rate, target held between policy ticks) -> damping on a
 // fault -> stop (damp, then motors off).
 //
+// Skills change while running in three ways, each blended: the targets move from the old skill's
+// to the new one's over Config.Blend, inside the slew limit. An operator selects a skill, or
+// recalls one by reward (weights on observation elements: on the bank's features phi the passing
+// latent maximising <u, psi_online>; otherwise the bank's FRE encoding, nearest stored latent
+// within a distance). And a navigation skill gives way by itself when its route is blocked -- a
+// wall in the height map, or no progress towards the goal for a while -- to the clear-route latent
+// with the best measured success in the matching fenced world, then the farthest in successor-
+// feature space; never under a fault, at most once per cooldown, each switch an event saying what
+// was blocked, which latents were weighed and why the chosen one. What evaluation measured per
+// latent reaches the core through the Measured interface, the FRE encoder through RewardEncoder
+// (the bank's own by default); a reward is FRE-encoded when its command is offered, in the
+// offering goroutine, because an encode takes milliseconds.
+//
 // The safety supervisor latches like odri_control_interface and more: joint position and velocity
 // limits, driver error codes, link timeout, attitude limit, NaN/Inf anywhere, loop overrun budget,
 // slider-box E-stop and operator E-stop all put the robot in the damping controller every tick,

@@ -12,7 +12,7 @@ import (
 )
 
 // The input record is what a Step took besides the sensor packet, so that a flight recording
-// lets replay re-run the core tick by tick: version 1, little-endian,
+// lets replay re-run the core tick by tick: version 2, little-endian,
 //
 //	u8 version | i64 now (ns) | u8 flags | [perception] | u8 n | n x command
 //
@@ -21,8 +21,10 @@ import (
 // on policy ticks only, the only ticks that read it). A command is: u8 kind | str id |
 // str reply_to | i64 issued_at (unix ns) | i64 lifetime (ns) | u8 select_by | i64 index |
 // u64 generation | u16 n + f32 x n latent | u8 mode | f64 vx, vy, yaw_rate | f64 x, y, yaw |
-// str bank_path, where str is u16 length + bytes.
-const inputRecordVersion = 1
+// str bank_path | u8 n + n x (str element | f64 weight) reward | f64 max_distance |
+// u16 n + f32 x n recall latent | u64 recall generation, where str is u16 length + bytes.
+// Version 1 records (no recall fields) still decode.
+const inputRecordVersion = 2
 
 // maxRecordLatent bounds a recorded latent, so a corrupt record cannot make replay allocate much.
 const maxRecordLatent = 4096
@@ -95,15 +97,29 @@ func appendCommand(buf []byte, cmd *corebus.Command) []byte {
 	buf = append(buf, byte(cmd.Skill.By))
 	buf = le.AppendUint64(buf, uint64(int64(cmd.Skill.Index)))
 	buf = le.AppendUint64(buf, cmd.Skill.Generation)
-	buf = le.AppendUint16(buf, uint16(len(cmd.Skill.Latent)))
-	for _, v := range cmd.Skill.Latent {
-		buf = le.AppendUint32(buf, math.Float32bits(v))
-	}
+	buf = appendLatent(buf, cmd.Skill.Latent)
 	buf = append(buf, byte(cmd.Mode))
 	for _, v := range [...]float64{cmd.Velocity.Vx, cmd.Velocity.Vy, cmd.Velocity.YawRate, cmd.Goal.X, cmd.Goal.Y, cmd.Goal.Yaw} {
 		buf = le.AppendUint64(buf, math.Float64bits(v))
 	}
-	return appendString(buf, cmd.BankPath)
+	buf = appendString(buf, cmd.BankPath)
+	buf = append(buf, byte(len(cmd.Recall.Reward)))
+	for _, term := range cmd.Recall.Reward {
+		buf = appendString(buf, term.Element)
+		buf = le.AppendUint64(buf, math.Float64bits(term.Weight))
+	}
+	buf = le.AppendUint64(buf, math.Float64bits(cmd.Recall.MaxDistance))
+	buf = appendLatent(buf, cmd.Recall.Latent)
+	return le.AppendUint64(buf, cmd.Recall.Generation)
+}
+
+func appendLatent(buf []byte, z []float32) []byte {
+	le := binary.LittleEndian
+	buf = le.AppendUint16(buf, uint16(len(z)))
+	for _, v := range z {
+		buf = le.AppendUint32(buf, math.Float32bits(v))
+	}
+	return buf
 }
 
 func appendString(buf []byte, s string) []byte {
@@ -134,11 +150,12 @@ type InputRecord struct {
 // at r's own Perception and Slider when the record has them. Errors wrap ErrInputRecord.
 func DecodeInputRecord(data []byte, r *InputRecord) error {
 	d := decoder{b: data}
-	if v := d.u8(); v != inputRecordVersion {
+	version := d.u8()
+	if version != 1 && version != inputRecordVersion {
 		if d.err != nil {
 			return d.err
 		}
-		return fmt.Errorf("%w: version %d, want %d", ErrInputRecord, v, inputRecordVersion)
+		return fmt.Errorf("%w: version %d, want 1 or %d", ErrInputRecord, version, inputRecordVersion)
 	}
 	r.Input = Input{Now: time.Duration(d.u64())}
 	flags := d.u8()
@@ -171,19 +188,27 @@ func DecodeInputRecord(data []byte, r *InputRecord) error {
 		cmd.Skill.By = corebus.SelectBy(d.u8())
 		cmd.Skill.Index = int(int64(d.u64()))
 		cmd.Skill.Generation = d.u64()
-		if n := int(d.u16()); n > 0 {
-			if n > maxRecordLatent || d.err != nil {
-				return fmt.Errorf("%w: latent of %d values", ErrInputRecord, n)
-			}
-			cmd.Skill.Latent = make([]float32, n)
-			for i := range cmd.Skill.Latent {
-				cmd.Skill.Latent[i] = math.Float32frombits(d.u32())
-			}
+		var err error
+		if cmd.Skill.Latent, err = d.latent(); err != nil {
+			return err
 		}
 		cmd.Mode = corebus.Mode(d.u8())
 		cmd.Velocity = corebus.Velocity{Vx: d.f64(), Vy: d.f64(), YawRate: d.f64()}
 		cmd.Goal = corebus.Goal{X: d.f64(), Y: d.f64(), Yaw: d.f64()}
 		cmd.BankPath = d.str()
+		if version >= 2 {
+			if n := int(d.u8()); n > 0 {
+				cmd.Recall.Reward = make([]corebus.RewardTerm, n)
+				for i := range cmd.Recall.Reward {
+					cmd.Recall.Reward[i] = corebus.RewardTerm{Element: d.str(), Weight: d.f64()}
+				}
+			}
+			cmd.Recall.MaxDistance = d.f64()
+			if cmd.Recall.Latent, err = d.latent(); err != nil {
+				return err
+			}
+			cmd.Recall.Generation = d.u64()
+		}
 		r.Commands = append(r.Commands, cmd)
 	}
 	if d.err == nil && len(d.b) != 0 {
@@ -243,3 +268,19 @@ func (d *decoder) u64() uint64 {
 func (d *decoder) f64() float64 { return math.Float64frombits(d.u64()) }
 
 func (d *decoder) str() string { return string(d.take(int(d.u16()))) }
+
+// latent reads u16 n + n float32, nil for none.
+func (d *decoder) latent() ([]float32, error) {
+	n := int(d.u16())
+	if n == 0 {
+		return nil, nil
+	}
+	if n > maxRecordLatent || d.err != nil {
+		return nil, fmt.Errorf("%w: latent of %d values", ErrInputRecord, n)
+	}
+	z := make([]float32, n)
+	for i := range z {
+		z[i] = math.Float32frombits(d.u32())
+	}
+	return z, nil
+}

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"testing"
@@ -21,6 +22,8 @@ func sampleRecord(t testing.TB) []byte {
 		{Kind: corebus.KindSkill, ID: "s", ReplyTo: "r", IssuedAt: time.Unix(5, 6), Lifetime: time.Second,
 			Skill: corebus.SkillSelection{By: corebus.SelectByLatent, Latent: []float32{0.5, -1}}},
 		{Kind: corebus.KindGoal, Goal: corebus.Goal{X: 1, Y: -2, Yaw: 0.3}, BankPath: "/b.npz"},
+		{Kind: corebus.KindRecall, ID: "r", Recall: corebus.Recall{MaxDistance: 0.25, Latent: []float32{0.25, -2}, Generation: 3,
+			Reward: []corebus.RewardTerm{{Element: "joint_pos.FL_KFE", Weight: -1}, {Element: "base_lin_vel.x", Weight: 0.5}}}},
 	}}
 	return c.AppendInputRecord(nil, &in, &out)
 }
@@ -35,9 +38,38 @@ func TestInputRecordRoundTrip(t *testing.T) {
 		in.Perception == nil || in.Perception.Position != [3]float64{1, 2, 3} || in.Perception.HeightMap[7] != -0.2 {
 		t.Fatalf("input %+v", in)
 	}
-	if len(r.Commands) != 2 || r.Commands[0].ID != "s" || r.Commands[0].Skill.Latent[1] != -1 ||
+	if len(r.Commands) != 3 || r.Commands[0].ID != "s" || r.Commands[0].Skill.Latent[1] != -1 ||
 		!r.Commands[0].IssuedAt.Equal(time.Unix(5, 6)) || r.Commands[1].Goal.Y != -2 || r.Commands[1].BankPath != "/b.npz" {
 		t.Fatalf("commands %+v", r.Commands)
+	}
+	if rc := r.Commands[2].Recall; rc.MaxDistance != 0.25 || fmt.Sprint(rc.Reward) != "[{joint_pos.FL_KFE -1} {base_lin_vel.x 0.5}]" ||
+		fmt.Sprint(rc.Latent) != "[0.25 -2]" || rc.Generation != 3 {
+		t.Fatalf("recall %+v", rc)
+	}
+}
+
+// Recordings made before recall existed (version 1: no reward, no max_distance) still replay.
+func TestInputRecordVersion1(t *testing.T) {
+	le := binary.LittleEndian
+	rec := []byte{1}
+	rec = le.AppendUint64(rec, uint64(2*time.Second))
+	rec = append(rec, inFresh, 1) // flags, one command
+	rec = append(rec, byte(corebus.KindMode), 1, 0, 'm', 0, 0)
+	rec = le.AppendUint64(rec, 0) // issued_at
+	rec = le.AppendUint64(rec, 0) // lifetime
+	rec = append(rec, 0)          // select_by
+	rec = le.AppendUint64(rec, 0) // index
+	rec = le.AppendUint64(rec, 0) // generation
+	rec = le.AppendUint16(rec, 0) // latent
+	rec = append(rec, byte(corebus.ModeRun))
+	rec = append(rec, make([]byte, 6*8)...) // velocity and goal
+	rec = le.AppendUint16(rec, 0)           // bank path
+	var r InputRecord
+	if err := DecodeInputRecord(rec, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Input.Now != 2*time.Second || len(r.Commands) != 1 || r.Commands[0].ID != "m" || r.Commands[0].Mode != corebus.ModeRun || r.Commands[0].Recall.Reward != nil {
+		t.Fatalf("record %+v commands %+v", r.Input, r.Commands)
 	}
 }
 

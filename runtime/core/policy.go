@@ -1,6 +1,10 @@
 package core
 
 import (
+	"math"
+	"time"
+
+	"github.com/dualforce/dualforce/runtime/corebus"
 	"github.com/dualforce/dualforce/skills"
 )
 
@@ -29,12 +33,7 @@ func (c *Core) policyStep(in *Input, out *Output) {
 		inp.Target = skills.EncodeTarget(c.goal[0]-p.Position[0], c.goal[1]-p.Position[1], p.Yaw, c.goal[2])
 		inp.HeightMap = p.HeightMap
 		inp.RemainingTime = float32(b.Bank.Contract.EpisodeSeconds - (in.Now - c.since).Seconds())
-		if to, ok := c.switcher.next(in.Now, b.Bank, c.active, &p.HeightMap); ok {
-			from := c.active
-			if c.selectLatent(to) == nil {
-				c.emit(eventSwitch(from, c.active, reasonObstacle))
-			}
-		}
+		c.autoSwitch(in.Now, math.Hypot(c.goal[0]-p.Position[0], c.goal[1]-p.Position[1]), &p.HeightMap)
 	}
 	if err := b.builder.Build(inp, b.obs); err != nil {
 		c.trip(in.Now, faultNonFinite, reasonNonFiniteObs)
@@ -54,4 +53,29 @@ func (c *Core) policyStep(in *Input, out *Output) {
 	}
 	c.prevAction = c.action
 	out.PolicyTick, out.Obs, out.Action = true, b.obs, c.action[:]
+}
+
+// autoSwitch gives the running skill's place to another when its route is blocked (the height
+// map, or no progress towards the goal dist away), explaining the choice in the event. It never
+// acts under a fault: the supervisor's damping has the joints then.
+func (c *Core) autoSwitch(now time.Duration, dist float64, hm *[skills.HeightMapPoints]float32) {
+	if c.fault != "" {
+		return
+	}
+	to, ok := c.switcher.next(now, c.bank.measured, len(c.bank.Bank.Latents), c.active, hm, dist, &c.report)
+	if !ok {
+		return
+	}
+	from := c.active
+	if c.selectLatent(to) != nil {
+		return
+	}
+	c.beginBlend(now)
+	reason := reasonObstacle
+	if c.report.Trigger == corebus.TriggerNoProgress {
+		reason = reasonNoProgress
+	}
+	ev := eventSwitch(from, c.active, reason)
+	ev.Switch = c.report
+	c.emit(ev)
 }

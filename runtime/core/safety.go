@@ -53,7 +53,6 @@ const (
 	reasonStopped       = "motors off"
 	reasonOperator      = "operator"
 	reasonDeadMan       = "operator dead-man: stand still"
-	reasonObstacle      = "obstacle blocks the current skill's path"
 	reasonReset         = "fault reset by the operator"
 )
 

@@ -1,14 +1,15 @@
 package core
 
 import (
+	"math"
 	"time"
 
 	"github.com/dualforce/dualforce/runtime/corebus"
 	"github.com/dualforce/dualforce/skills"
 )
 
-// SwitchConfig sets when a navigation skill gives way to another because an obstacle blocks
-// its path. Skills say which way they go by tag: "left", "right", or "over" (straight ahead).
+// SwitchConfig sets when a navigation skill gives way to another: when the height map shows a
+// wall on its route, or when it has made no progress towards the goal for a while.
 type SwitchConfig struct {
 	Enabled bool
 	// Clearance is how far (m) terrain may rise above the ground under the base before it counts
@@ -18,31 +19,126 @@ type SwitchConfig struct {
 	Ahead float64
 	// Cooldown is the least time between two switches, so the robot does not dither.
 	Cooldown time.Duration
+	// StallAfter is how long a running skill may make no progress towards the goal before its
+	// route counts as blocked too (a wall the height map cannot see, a skill that dithers);
+	// 0 turns the progress check off.
+	StallAfter time.Duration
+	// MinProgress is how much closer to the goal (m) counts as progress.
+	MinProgress float64
+	// GoalRadius is the distance to the goal (m) within which standing still is arrival, not a
+	// stall.
+	GoalRadius float64
 }
 
-// DefaultSwitchConfig switches on 0.3 m walls within 0.5 m, at most once a second.
+// DefaultSwitchConfig switches on 0.3 m walls within 0.5 m, or after 3 s without getting 0.1 m
+// closer to a goal further than 0.25 m away, at most once a second.
 func DefaultSwitchConfig() SwitchConfig {
-	return SwitchConfig{Enabled: true, Clearance: 0.3, Ahead: 0.5, Cooldown: time.Second}
+	return SwitchConfig{
+		Enabled: true, Clearance: 0.3, Ahead: 0.5, Cooldown: time.Second,
+		StallAfter: 3 * time.Second, MinProgress: 0.1, GoalRadius: 0.25,
+	}
 }
 
-// Directions a navigation skill can take, by tag.
+func (s *SwitchConfig) validate() error {
+	switch {
+	case !(s.Clearance > 0) || !(s.Ahead > 0) || s.Ahead > skills.HeightMapExtent:
+		return errConfigf("switching: clearance %v m must be positive, the look-ahead %v m in (0, %v]", s.Clearance, s.Ahead, skills.HeightMapExtent)
+	case s.Cooldown < 0 || s.StallAfter < 0:
+		return errConfigf("switching: cooldown %v and stall time %v must not be negative", s.Cooldown, s.StallAfter)
+	case !(s.MinProgress > 0) || !(s.GoalRadius >= 0) || math.IsInf(s.MinProgress+s.GoalRadius, 0):
+		return errConfigf("switching: minimum progress %v m must be positive, the goal radius %v m non-negative", s.MinProgress, s.GoalRadius)
+	}
+	return nil
+}
+
+// Measured is what evaluation measured of each latent of a bank, as far as choosing a skill
+// needs it. LatentMeasures reads it from the latents' metadata; a bank format that stores the
+// measurements elsewhere satisfies it directly (LoadOptions).
+type Measured interface {
+	// Passed reports that the latent passed the evaluation filter (>= 50% of the expert).
+	Passed(latent int) bool
+	// Route is the route the latent was measured to take past an obstacle: one of
+	// corebus.RouteLeft, RouteRight, RouteOver, or 0 when unknown.
+	Route(latent int) corebus.Routes
+	// Success is the latent's measured goal-reach rate in the named evaluation world.
+	Success(latent int, world string) (rate float64, ok bool)
+	// OnlinePsi is the latent's successor features measured in rollouts, nil when not measured.
+	OnlinePsi(latent int) []float32
+}
+
+// LatentMeasures reads Measured from b's latent metadata (bank format v1): the filter's verdict
+// (a latent never filtered counts as passed, so an unevaluated bank still runs), the route from
+// a "left", "right" or "over" tag, and the online successor features. v1 has no per-world
+// success rates: every Success is unknown.
+func LatentMeasures(b *skills.Bank) Measured { return latentMeasures{b} }
+
+type latentMeasures struct{ b *skills.Bank }
+
+func (m latentMeasures) Passed(i int) bool {
+	p := m.b.Latents[i].Info.PassedFilter
+	return p == nil || *p
+}
+
+func (m latentMeasures) Route(i int) corebus.Routes {
+	for _, t := range m.b.Latents[i].Info.Tags {
+		for r, name := range routeTags {
+			if t == name {
+				return r
+			}
+		}
+	}
+	return 0
+}
+
+func (latentMeasures) Success(int, string) (float64, bool) { return 0, false }
+
+func (m latentMeasures) OnlinePsi(i int) []float32 { return m.b.Latents[i].Info.OnlinePsi }
+
+var routeTags = map[corebus.Routes]string{corebus.RouteLeft: "left", corebus.RouteRight: "right", corebus.RouteOver: "over"}
+
+// Evaluation worlds (sim/worlds) whose fences match a set of blocked routes: a skill's success
+// there is the evidence that it gets through what blocks the robot now.
 const (
-	dirNone = iota
-	dirLeft
-	dirRight
-	dirOver
-	numDirs
+	WorldObstacle   = "obstacle"             // a low box, no fences
+	WorldFenceLeft  = "obstacle_fence_left"  // the left way round is fenced off
+	WorldFenceRight = "obstacle_fence_right" // the right way round is fenced off
+	WorldFenced     = "obstacle_fenced"      // both ways round are fenced off
 )
 
-var dirTags = [numDirs]string{dirLeft: "left", dirRight: "right", dirOver: "over"}
+// MatchingWorld names the evaluation world whose fences block what blocked blocks.
+func MatchingWorld(blocked corebus.Routes) string {
+	switch blocked & (corebus.RouteLeft | corebus.RouteRight) {
+	case corebus.RouteLeft | corebus.RouteRight:
+		return WorldFenced
+	case corebus.RouteLeft:
+		return WorldFenceLeft
+	case corebus.RouteRight:
+		return WorldFenceRight
+	}
+	return WorldObstacle
+}
 
-// Switcher picks a skill whose path is clear when the running one's is blocked.
+// Why a candidate won, as reported in SwitchReport.Chosen.
+const (
+	chosenSuccess    = "highest measured success in the matching world"
+	chosenSuccessTie = "tied on measured success: farthest in SF space from the stuck skill"
+	chosenDistance   = "no success measured: farthest in SF space from the stuck skill"
+	chosenBankOrder  = "nothing measured: first clear route in bank order"
+	reasonObstacle   = "obstacle blocks the current skill's route"
+	reasonNoProgress = "no progress towards the goal: the current skill's route counts as blocked"
+)
+
+// Switcher picks a skill whose route is clear when the running one's is blocked.
 type Switcher struct {
 	cfg    SwitchConfig
-	sector [skills.HeightMapPoints]uint8 // which direction's path a height-map cell lies on
-	centre int                           // the cell under the base: the ground reference
+	sector [skills.HeightMapPoints]corebus.Routes // which route a height-map cell lies on
+	centre int                                    // the cell under the base: the ground reference
 	last   time.Duration
 	armed  bool
+	// Progress towards the goal: the closest distance so far and when it was reached.
+	tracking   bool
+	closest    float64
+	progressAt time.Duration
 }
 
 func newSwitcher(cfg SwitchConfig) Switcher {
@@ -58,57 +154,146 @@ func newSwitcher(cfg SwitchConfig) Switcher {
 		}
 		switch {
 		case y > 0.15:
-			s.sector[i] = dirLeft
+			s.sector[i] = corebus.RouteLeft
 		case y < -0.15:
-			s.sector[i] = dirRight
+			s.sector[i] = corebus.RouteRight
 		default:
-			s.sector[i] = dirOver
+			s.sector[i] = corebus.RouteOver
 		}
 	}
 	return s
 }
 
-func direction(info *skills.LatentInfo) int {
-	for _, t := range info.Tags {
-		for d := dirLeft; d < numDirs; d++ {
-			if t == dirTags[d] {
-				return d
-			}
-		}
+// restartProgress starts measuring progress afresh: a new skill, goal or run.
+func (s *Switcher) restartProgress() { s.tracking = false }
+
+// stalled records the distance to the goal and reports whether the robot has not come
+// MinProgress closer for StallAfter.
+func (s *Switcher) stalled(now time.Duration, dist float64) bool {
+	if !s.tracking || dist < s.closest-s.cfg.MinProgress {
+		s.tracking, s.closest, s.progressAt = true, dist, now
 	}
-	return dirNone
+	return s.cfg.StallAfter > 0 && dist > s.cfg.GoalRadius && now-s.progressAt >= s.cfg.StallAfter
 }
 
-// next returns the bank latent to switch to, if the running skill's path is blocked and another
-// direction is clear.
-func (s *Switcher) next(now time.Duration, bank *skills.Bank, active corebus.ActiveSkill, hm *[skills.HeightMapPoints]float32) (int, bool) {
-	if !s.cfg.Enabled || active.Source != corebus.SkillBank || (s.armed && now-s.last < s.cfg.Cooldown) {
-		return 0, false
-	}
-	cur := direction(&bank.Latents[active.Index].Info)
-	if cur == dirNone {
-		return 0, false
-	}
-	var blocked [numDirs]bool
+// blocked returns the routes the height map shows a wall on.
+func (s *Switcher) blocked(hm *[skills.HeightMapPoints]float32) corebus.Routes {
+	var r corebus.Routes
 	ground := hm[s.centre]
 	for i, d := range s.sector {
-		if d != dirNone && float64(hm[i]-ground) > s.cfg.Clearance {
-			blocked[d] = true
+		if d != 0 && float64(hm[i]-ground) > s.cfg.Clearance {
+			r |= d
 		}
 	}
-	if !blocked[cur] {
+	return r
+}
+
+// next decides whether the running bank skill gives way, and to which latent. dist is the
+// distance to the goal. The report says what was blocked, what was weighed, and why the winner.
+func (s *Switcher) next(now time.Duration, m Measured, latents int, active corebus.ActiveSkill,
+	hm *[skills.HeightMapPoints]float32, dist float64, rep *corebus.SwitchReport) (int, bool) {
+	if !s.cfg.Enabled || active.Source != corebus.SkillBank {
 		return 0, false
 	}
-	for i := range bank.Latents {
-		info := &bank.Latents[i].Info
-		d := direction(info)
-		if d == dirNone || blocked[d] || (info.PassedFilter != nil && !*info.PassedFilter) {
+	stalled := s.stalled(now, dist)
+	if s.armed && now-s.last < s.cfg.Cooldown {
+		return 0, false
+	}
+	cur := m.Route(active.Index)
+	blocked := s.blocked(hm)
+	switch {
+	case cur != 0 && blocked&cur != 0:
+		rep.Trigger = corebus.TriggerObstacle
+	case stalled:
+		rep.Trigger = corebus.TriggerNoProgress
+		blocked |= cur
+	default:
+		return 0, false
+	}
+	rep.Blocked, rep.World = blocked, MatchingWorld(blocked)
+	rep.Considered, rep.Chosen = 0, ""
+	stuck := m.OnlinePsi(active.Index)
+	for i := range latents {
+		r := m.Route(i)
+		if i == active.Index || r == 0 || r&blocked != 0 || !m.Passed(i) {
 			continue
 		}
-		s.last, s.armed = now, true
-		return i, true
+		cand := corebus.Candidate{Index: int32(i), Success: float32(math.NaN()), Distance: float32(math.NaN())}
+		if rate, ok := m.Success(i, rep.World); ok {
+			cand.Success = float32(rate)
+		}
+		if psi := m.OnlinePsi(i); psi != nil && len(psi) == len(stuck) {
+			cand.Distance = float32(distance(psi, stuck))
+		}
+		insertRanked(rep, cand)
 	}
-	return 0, false
+	if rep.Considered == 0 {
+		// Nothing to switch to: try again after a cooldown rather than on every policy tick.
+		s.last, s.armed = now, true
+		s.restartProgress()
+		return 0, false
+	}
+	rep.Chosen = whyChosen(rep)
+	s.last, s.armed = now, true
+	s.restartProgress()
+	return int(rep.Candidates[0].Index), true
+}
+
+// better ranks a over b: higher measured success, then farther from the stuck skill in SF
+// space; measured beats unmeasured; bank order breaks ties (candidates arrive in it).
+func better(a, b *corebus.Candidate) bool {
+	as, bs := !isNaN32(a.Success), !isNaN32(b.Success)
+	if as != bs {
+		return as
+	}
+	if as && a.Success != b.Success {
+		return a.Success > b.Success
+	}
+	ad, bd := !isNaN32(a.Distance), !isNaN32(b.Distance)
+	if ad != bd {
+		return ad
+	}
+	return ad && a.Distance > b.Distance
+}
+
+// insertRanked keeps the best MaxReportedCandidates in rep, best first, and counts every one.
+func insertRanked(rep *corebus.SwitchReport, c corebus.Candidate) {
+	n := min(rep.Considered, corebus.MaxReportedCandidates)
+	rep.Considered++
+	pos := n
+	for pos > 0 && better(&c, &rep.Candidates[pos-1]) {
+		pos--
+	}
+	if pos == corebus.MaxReportedCandidates {
+		return
+	}
+	copy(rep.Candidates[pos+1:], rep.Candidates[pos:min(n, corebus.MaxReportedCandidates-1)])
+	rep.Candidates[pos] = c
+}
+
+func whyChosen(rep *corebus.SwitchReport) string {
+	best := &rep.Candidates[0]
+	switch {
+	case !isNaN32(best.Success):
+		if rep.Considered > 1 && rep.Candidates[1].Success == best.Success {
+			return chosenSuccessTie
+		}
+		return chosenSuccess
+	case !isNaN32(best.Distance):
+		return chosenDistance
+	}
+	return chosenBankOrder
+}
+
+func isNaN32(v float32) bool { return v != v }
+
+func distance(a, b []float32) float64 {
+	var d float64
+	for k := range a {
+		e := float64(a[k]) - float64(b[k])
+		d += e * e
+	}
+	return math.Sqrt(d)
 }
 
 func eventSwitch(from, to corebus.ActiveSkill, reason string) corebus.Event {

@@ -20,9 +20,10 @@ const (
 	// stop moving (zero velocity, run becomes stand). It must never start
 	// motion, so from damp or stop it changes nothing.
 	KindStandStill
+	KindRecall // run the stored skill that best serves Command.Reward
 )
 
-var kindNames = [...]string{"none", "skill", "mode", "estop", "estop_clear", "velocity", "goal", "bank", "heartbeat", "stand_still"}
+var kindNames = [...]string{"none", "skill", "mode", "estop", "estop_clear", "velocity", "goal", "bank", "heartbeat", "stand_still", "recall"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -95,6 +96,33 @@ type Goal struct {
 	Yaw  float64 // rad, in [-pi, pi]
 }
 
+// RewardTerm is one weight of a linear reward on a named element of the raw observation
+// (skills.ElementOffset names them: "base_lin_vel.x", "joint_pos.FL_KFE", "height_map[60]").
+type RewardTerm struct {
+	Element string
+	Weight  float64
+}
+
+// Bounds of one recall command, so that it fits the flight recorder's input record (4 KiB)
+// with room to spare.
+const (
+	MaxRewardTerms   = 32
+	MaxElementLength = 40 // bytes of an element name
+)
+
+// Recall asks for the stored skill that best serves a reward.
+type Recall struct {
+	Reward []RewardTerm // 1..MaxRewardTerms terms, finite weights, elements named once
+	// MaxDistance is how far (latent units) the nearest stored latent may be from the reward's
+	// encoding on the FRE path; 0 takes the runtime's configured threshold.
+	MaxDistance float64
+	// Latent is the reward's FRE encoding against bank Generation, filled when the command is
+	// offered to the core (encoding takes milliseconds: never on the control thread); nil when
+	// the reward lies in the bank's features or could not be encoded.
+	Latent     []float32
+	Generation uint64
+}
+
 // Command is one validated operator command. Only the fields of its Kind are
 // set. The strings and the latent slice belong to the command: the adapter
 // never reuses them, so the core may keep them without copying.
@@ -111,4 +139,5 @@ type Command struct {
 	Velocity Velocity
 	Goal     Goal
 	BankPath string // absolute, cleaned, inside the configured bank directory
+	Recall   Recall
 }

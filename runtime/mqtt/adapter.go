@@ -399,16 +399,26 @@ func (a *Adapter) publishCoreEvent(client paho.Client, ev *corebus.Event, st *lo
 			if haveSnap {
 				reply.State = &ReplyState{Mode: st.snap.Mode.String(), EStop: st.snap.EStop, Skill: skillRef(st.snap.Skill, cat)}
 			}
+			if ev.Recalled.Valid {
+				reply.Recall = recalled(&ev.Recalled, cat)
+			}
 			a.publishJSON(client, ev.Command.ReplyTo, 1, false, reply)
 		}
 		if err == nil {
 			return
 		}
 		out = rejection(at, routeOf(ev.Command.Kind), ev.Command.ID, err)
+		if ev.Recalled.Valid {
+			out.Recall = recalled(&ev.Recalled, cat)
+		}
 	case corebus.EventFault, corebus.EventFaultCleared:
 		out.Fault = ev.Fault
 	case corebus.EventSkillSwitch:
 		out.From, out.To = skillRef(ev.From, cat), skillRef(ev.To, cat)
+		out.Switch = switchWhy(&ev.Switch)
+		if ev.Recalled.Valid {
+			out.Recall = recalled(&ev.Recalled, cat)
+		}
 	case corebus.EventModeChange:
 		out.Mode = ev.Mode.String()
 	case corebus.EventBankLoad:

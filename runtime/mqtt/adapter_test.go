@@ -267,13 +267,14 @@ func TestEmbeddedReconnectNeverReplays(t *testing.T) {
 	cl.Stop(errors.New("test: connection cut"))
 	connection.waitFor(t, "the last will", onTopic(topics.Topic(TopicConnection), ConnectionLost))
 	publish(t, operator, topics.Command(RouteMode), false, command(map[string]any{"id": "while-away", "mode": "damp", "expires_in_ms": 60000}))
-	stale := command(map[string]any{"id": "stale", "mode": "damp", "expires_in_ms": 300})
+	// Issued a second ago with 300 ms to live: expired on arrival, whatever the timing.
+	stale := command(map[string]any{"id": "stale", "mode": "damp", "expires_in_ms": 300,
+		"issued_at": time.Now().Add(-time.Second).UTC().Format(time.RFC3339Nano)})
 
 	eventually(t, 5*time.Second, "online again", func() bool {
 		return connection.count(onTopic(topics.Topic(TopicConnection), ConnectionOnline)) == 2
 	})
 	events.waitFor(t, "the reconnected event", onTopic(topics.Topic(TopicEvents), `"type":"reconnected"`))
-	time.Sleep(100 * time.Millisecond) // for stale to expire
 	publish(t, operator, topics.Command(RouteMode), false, stale)
 	events.waitFor(t, "the stale command's rejection", onTopic(topics.Topic(TopicEvents), `"id":"stale"`, `"code":"expired"`))
 	publish(t, operator, topics.Command(RouteMode), false, command(map[string]any{"id": "after", "mode": "stand"}))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"path/filepath"
 	"slices"
@@ -97,6 +98,11 @@ type (
 		Header
 		Path string `json:"path"`
 	}
+	recallPayload struct {
+		Header
+		Reward      map[string]float64 `json:"reward"`
+		MaxDistance *float64           `json:"max_distance,omitempty"`
+	}
 )
 
 // routeKinds maps each command route to the kind it carries and whether the
@@ -114,6 +120,7 @@ var routeKinds = map[string]struct {
 	RouteGoal:       {corebus.KindGoal, false},
 	RouteBank:       {corebus.KindBank, false},
 	RouteHeartbeat:  {corebus.KindHeartbeat, true},
+	RouteRecall:     {corebus.KindRecall, false},
 }
 
 // Validator turns command payloads into validated commands.
@@ -194,6 +201,14 @@ func (v *Validator) Decode(route string, payload []byte, retained bool, now time
 		}
 		if err == nil {
 			cmd.BankPath, err = v.bankPath(p.Path)
+		}
+	case corebus.KindRecall:
+		var p recallPayload
+		if err = decodeStrict(payload, &p); err == nil {
+			err = v.header(&cmd, &p.Header, rk.stream, now)
+		}
+		if err == nil {
+			cmd.Recall, err = recall(&p)
 		}
 	default: // estop, estop/clear and heartbeat carry nothing but the header
 		var h Header
@@ -375,6 +390,38 @@ func (v *Validator) selection(sel *SkillSelector) (corebus.SkillSelection, error
 			}
 		}
 		out.Latent = sel.Latent
+	}
+	return out, nil
+}
+
+// recall checks a reward: 1 to corebus.MaxRewardTerms named elements with finite weights, not
+// all zero, and an optional positive max_distance. The core resolves the names against the
+// running bank's observation and refuses the ones it does not have.
+func recall(p *recallPayload) (corebus.Recall, error) {
+	var out corebus.Recall
+	if len(p.Reward) == 0 || len(p.Reward) > corebus.MaxRewardTerms {
+		return out, fmt.Errorf("%w: reward needs 1 to %d weights on named observation elements, got %d", ErrMalformed, corebus.MaxRewardTerms, len(p.Reward))
+	}
+	nonZero := false
+	for _, name := range slices.Sorted(maps.Keys(p.Reward)) {
+		w := p.Reward[name]
+		switch {
+		case name == "" || len(name) > corebus.MaxElementLength:
+			return out, fmt.Errorf("%w: reward element names are 1 to %d characters", ErrMalformed, corebus.MaxElementLength)
+		case math.IsNaN(w) || math.IsInf(w, 0):
+			return out, fmt.Errorf("%w: reward weight of %q is not finite", ErrOutOfRange, name)
+		}
+		nonZero = nonZero || w != 0
+		out.Reward = append(out.Reward, corebus.RewardTerm{Element: name, Weight: w})
+	}
+	if !nonZero {
+		return out, fmt.Errorf("%w: every reward weight is zero: every skill serves it alike", ErrOutOfRange)
+	}
+	if d := p.MaxDistance; d != nil {
+		if !(*d > 0) || math.IsInf(*d, 0) {
+			return out, fmt.Errorf("%w: max_distance %v must be positive and finite", ErrOutOfRange, *d)
+		}
+		out.MaxDistance = *d
 	}
 	return out, nil
 }

@@ -70,6 +70,13 @@ func TestDecodeAccepts(t *testing.T) {
 		{"heartbeat", RouteHeartbeat, fmt.Sprintf(`{"issued_at":%q}`, at(0)), func(c corebus.Command) bool {
 			return c.Kind == corebus.KindHeartbeat && c.Lifetime == 500*time.Millisecond
 		}},
+		{"recall", RouteRecall, hdr(`"reward":{"joint_pos.FL_KFE":-1,"base_lin_vel.x":0.5}`), func(c corebus.Command) bool {
+			return c.Kind == corebus.KindRecall && c.Recall.MaxDistance == 0 &&
+				fmt.Sprint(c.Recall.Reward) == "[{base_lin_vel.x 0.5} {joint_pos.FL_KFE -1}]"
+		}},
+		{"recall with a distance", RouteRecall, hdr(`"reward":{"base_ang_vel.z":1},"max_distance":0.25`), func(c corebus.Command) bool {
+			return c.Recall.MaxDistance == 0.25 && len(c.Recall.Reward) == 1
+		}},
 		{"issued slightly ahead of the robot's clock", RouteMode,
 			fmt.Sprintf(`{"id":"c1","issued_at":%q,"expires_in_ms":2000,"mode":"stand"}`, at(time.Second)),
 			func(c corebus.Command) bool { return c.Lifetime == 3*time.Second }},
@@ -149,6 +156,18 @@ func TestDecodeRejects(t *testing.T) {
 		{"bank path empty", RouteBank, hdr(`"path":""`), false, ErrMalformed, nil},
 		{"bank path NUL", RouteBank, hdr(`"path":"a\u0000b"`), false, ErrMalformed, nil},
 		{"bank loading disabled", RouteBank, hdr(`"path":"x.npz"`), false, ErrOutOfRange, noBanks},
+		{"recall without reward", RouteRecall, hdr(""), false, ErrMalformed, nil},
+		{"recall empty reward", RouteRecall, hdr(`"reward":{}`), false, ErrMalformed, nil},
+		{"recall reward not an object", RouteRecall, hdr(`"reward":[1,2]`), false, ErrMalformed, nil},
+		{"recall weight a string", RouteRecall, hdr(`"reward":{"a":"1"}`), false, ErrMalformed, nil},
+		{"recall weight beyond float64", RouteRecall, hdr(`"reward":{"a":1e999}`), false, ErrMalformed, nil},
+		{"recall all weights zero", RouteRecall, hdr(`"reward":{"a":0,"b":0}`), false, ErrOutOfRange, nil},
+		{"recall empty element name", RouteRecall, hdr(`"reward":{"":1}`), false, ErrMalformed, nil},
+		{"recall element name too long", RouteRecall, hdr(`"reward":{"` + strings.Repeat("x", corebus.MaxElementLength+1) + `":1}`), false, ErrMalformed, nil},
+		{"recall too many terms", RouteRecall, hdr(`"reward":{` + manyTerms(corebus.MaxRewardTerms+1) + `}`), false, ErrMalformed, nil},
+		{"recall distance zero", RouteRecall, hdr(`"reward":{"a":1},"max_distance":0`), false, ErrOutOfRange, nil},
+		{"recall distance negative", RouteRecall, hdr(`"reward":{"a":1},"max_distance":-1`), false, ErrOutOfRange, nil},
+		{"recall misspelt field", RouteRecall, hdr(`"rewards":{"a":1}`), false, ErrMalformed, nil},
 		{"reply_to wildcard", RouteMode, fmt.Sprintf(`{"id":"c1","issued_at":%q,"expires_in_ms":2000,"mode":"stand","reply_to":"ops/#"}`, at(0)), false, ErrMalformed, nil},
 		{"reply_to own state", RouteMode, fmt.Sprintf(`{"id":"c1","issued_at":%q,"expires_in_ms":2000,"mode":"stand","reply_to":"solo/v1/r1/state/mode"}`, at(0)), false, ErrMalformed, nil},
 		{"reply_to own command", RouteMode, fmt.Sprintf(`{"id":"c1","issued_at":%q,"expires_in_ms":2000,"mode":"stand","reply_to":"solo/v1/r1/cmd/mode"}`, at(0)), false, ErrMalformed, nil},
@@ -168,6 +187,15 @@ func TestDecodeRejects(t *testing.T) {
 			}
 		})
 	}
+}
+
+// manyTerms is n reward terms "e0":1,"e1":1,...
+func manyTerms(n int) string {
+	terms := make([]string, n)
+	for i := range terms {
+		terms[i] = fmt.Sprintf(`"e%d":1`, i)
+	}
+	return strings.Join(terms, ",")
 }
 
 // A rejected command still names its id and reply_to when they are readable,
@@ -206,7 +234,7 @@ func TestNewTopicsValidatesRobotID(t *testing.T) {
 }
 
 func FuzzDecodeCommand(f *testing.F) {
-	routes := []string{RouteSkill, RouteMode, RouteEStop, RouteEStopClear, RouteVelocity, RouteGoal, RouteBank, RouteHeartbeat, "bogus"}
+	routes := []string{RouteSkill, RouteMode, RouteEStop, RouteEStopClear, RouteVelocity, RouteGoal, RouteBank, RouteHeartbeat, "bogus", RouteRecall}
 	for i, p := range []string{
 		hdr(`"select":{"index":1}`), hdr(`"mode":"run"`), hdr(""), hdr(""),
 		fmt.Sprintf(`{"vx":0.5,"vy":0,"yaw_rate":0.1,"issued_at":%q}`, at(0)),
@@ -215,6 +243,7 @@ func FuzzDecodeCommand(f *testing.F) {
 		f.Add(uint8(i), []byte(p), false)
 	}
 	f.Add(uint8(0), []byte(hdr(`"select":{"latent":[1,2,3,4]}`)), false)
+	f.Add(uint8(9), []byte(hdr(`"reward":{"base_lin_vel.x":1,"joint_pos.FL_KFE":-0.5},"max_distance":0.3`)), false)
 	f.Add(uint8(0), []byte(hdr(`"select":{"tag":"walk"}`)), true)
 	f.Add(uint8(1), []byte(`{"id":"x","issued_at":"2025-06-01T12:00:00Z","expires_in_ms":-5}`), false)
 	v := testValidator(f)
@@ -250,6 +279,16 @@ func FuzzDecodeCommand(f *testing.F) {
 		case corebus.KindMode:
 			if c.Mode < corebus.ModeStop || c.Mode > corebus.ModeRun {
 				t.Fatalf("mode %v accepted", c.Mode)
+			}
+		case corebus.KindRecall:
+			r := c.Recall
+			if len(r.Reward) == 0 || len(r.Reward) > corebus.MaxRewardTerms || r.MaxDistance < 0 || math.IsInf(r.MaxDistance, 0) {
+				t.Fatalf("recall accepted: %+v", r)
+			}
+			for _, term := range r.Reward {
+				if term.Element == "" || !finiteWithin(term.Weight, math.MaxFloat64) {
+					t.Fatalf("reward term accepted: %+v", term)
+				}
 			}
 		case corebus.KindBank:
 			if !strings.HasPrefix(c.BankPath, "/banks/") || strings.Contains(c.BankPath, "..") {

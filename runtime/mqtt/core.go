@@ -8,7 +8,9 @@ import "github.com/dualforce/dualforce/runtime/corebus"
 
 // CommandSink takes validated commands; the core drains them at its next
 // policy tick. OfferCommand must never block: it reports false when the
-// queue is full. It is called from several goroutines.
+// queue is full. It is called from several goroutines. (runtime/core's
+// FRE-encodes a recall outside the bank's features before queueing it: a few
+// milliseconds of the caller's time, never the control loop's.)
 type CommandSink interface {
 	OfferCommand(corebus.Command) bool
 }

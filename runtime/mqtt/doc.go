@@ -7,7 +7,8 @@
 //
 //	cmd/skill, cmd/mode, cmd/estop, cmd/estop/clear,     in, QoS 1, never retained
 //	cmd/velocity, cmd/goal, cmd/bank, cmd/heartbeat      (velocity and heartbeat QoS 0)
-//	<reply_to>                                           out, QoS 1: {id, ok, error?, state?}
+//	cmd/recall                                           {reward: {element: weight}, max_distance?}
+//	<reply_to>                                           out, QoS 1: {id, ok, error?, state?, recall?}
 //	state/connection                                     out, retained: "online", will "lost", "offline"
 //	state/mode, state/skill, state/bank                  out, retained
 //	telemetry/loop, telemetry/robot                      out, QoS 0, 10 Hz, with seq
@@ -20,6 +21,9 @@
 // reason, answered on reply_to when it can be read and reported on events,
 // and changes nothing. Accepted commands are queued to the core (CommandSink)
 // and applied at its next policy tick; the core's outcome becomes the reply.
+// A recall's reply names the skill chosen and its score (the bank's features)
+// or distance (FRE encoding); a switch the runtime makes by itself carries, on
+// events, what was blocked, the candidates weighed and why the chosen one.
 // MQTT 3.1.1 limits what "retained" can mean: a broker clears the retain
 // flag when it passes a message on live, so only a stored copy, delivered
 // when the robot subscribes, can be recognised and refused.

@@ -27,11 +27,13 @@ func (m *mosquitto) retainedOn(t testing.TB, topic string) string {
 }
 
 // watchLines runs mosquitto_sub on topic and reports whether a line holding
-// want shows up before the deadline.
-func (m *mosquitto) watchLines(t testing.TB, topic, want string) (ready <-chan struct{}, found <-chan bool) {
+// want shows up before the deadline. It subscribes to retained too, a topic
+// holding a retained message: that message's arrival proves the subscription
+// is in place, which is when ready closes.
+func (m *mosquitto) watchLines(t testing.TB, topic, retained, want string) (ready <-chan struct{}, found <-chan bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	cmd := m.client(ctx, "mosquitto_sub", "-t", topic, "-q", "1")
+	cmd := m.client(ctx, "mosquitto_sub", "-t", topic, "-t", retained, "-q", "1", "-v")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -43,13 +45,20 @@ func (m *mosquitto) watchLines(t testing.TB, topic, want string) (ready <-chan s
 	go func() {
 		defer cancel()
 		defer cmd.Wait()
-		// mosquitto_sub has subscribed once the broker logs it; give it a
-		// moment rather than racing the first publish.
-		time.Sleep(300 * time.Millisecond)
-		close(readyCh)
+		subscribed := false
+		defer func() {
+			if !subscribed {
+				close(readyCh)
+			}
+		}()
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
-			if strings.Contains(sc.Text(), want) {
+			line := sc.Text()
+			if !subscribed && strings.HasPrefix(line, retained+" ") {
+				subscribed = true
+				close(readyCh)
+			}
+			if strings.HasPrefix(line, topic+" ") && strings.Contains(line, want) {
 				foundCh <- true
 				return
 			}
@@ -74,7 +83,7 @@ func TestMosquittoCommandLineClients(t *testing.T) {
 		t.Fatalf("retained state/bank %s", bank)
 	}
 
-	ready, found := m.watchLines(t, topics.Topic(TopicEvents), `"type":"skill_switch"`)
+	ready, found := m.watchLines(t, topics.Topic(TopicEvents), topics.Topic(TopicConnection), `"type":"skill_switch"`)
 	<-ready
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -95,7 +104,7 @@ func TestMosquittoCommandLineClients(t *testing.T) {
 	})
 
 	// A retained command through mosquitto: rejected, nothing reaches the core.
-	ready, found = m.watchLines(t, topics.Topic(TopicEvents), `"code":"retained"`)
+	ready, found = m.watchLines(t, topics.Topic(TopicEvents), topics.Topic(TopicConnection), `"code":"retained"`)
 	<-ready
 	retained := command(map[string]any{"id": "cli-retained", "mode": "run", "expires_in_ms": 60000})
 	if out, err := m.client(ctx, "mosquitto_pub", "-t", topics.Command(RouteMode), "-q", "1", "-r", "-m", string(retained)).CombinedOutput(); err != nil {

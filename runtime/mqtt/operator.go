@@ -144,6 +144,19 @@ func (o *Operator) SelectSkill(ctx context.Context, sel SkillSelector) (Reply, e
 	return o.send(ctx, RouteSkill, h, skillPayload{Header: h, Select: &sel})
 }
 
+// Recall runs the stored skill that best serves a reward given as weights on named observation
+// elements ("base_lin_vel.x", "joint_pos.FL_KFE"); maxDistance > 0 overrides the robot's
+// threshold for a reward it must FRE-encode. The reply's Recall names the skill and the score or
+// distance.
+func (o *Operator) Recall(ctx context.Context, reward map[string]float64, maxDistance float64) (Reply, error) {
+	h := o.header()
+	p := recallPayload{Header: h, Reward: reward}
+	if maxDistance > 0 {
+		p.MaxDistance = &maxDistance
+	}
+	return o.send(ctx, RouteRecall, h, p)
+}
+
 // SetMode asks for mode stand, run, damp or stop.
 func (o *Operator) SetMode(ctx context.Context, mode string) (Reply, error) {
 	h := o.header()

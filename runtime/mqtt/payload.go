@@ -37,10 +37,71 @@ func numbers[T ~float64](dst []Number, src []T) []Number {
 
 // Reply answers a command that carried reply_to.
 type Reply struct {
-	ID    string      `json:"id"`
-	OK    bool        `json:"ok"`
-	Error string      `json:"error,omitempty"`
-	State *ReplyState `json:"state,omitempty"`
+	ID     string      `json:"id"`
+	OK     bool        `json:"ok"`
+	Error  string      `json:"error,omitempty"`
+	State  *ReplyState `json:"state,omitempty"`
+	Recall *Recalled   `json:"recall,omitempty"` // cmd/recall: the skill chosen and how
+}
+
+// Recalled is what a recall chose: by the bank's features (Score = <u, psi_online>) or by the
+// FRE encoding (Distance to the nearest stored latent, also when it was too far).
+type Recalled struct {
+	Skill    *SkillRef `json:"skill,omitempty"`
+	By       string    `json:"by"` // "features" or "fre"
+	Score    *Number   `json:"score,omitempty"`
+	Distance *Number   `json:"distance,omitempty"`
+}
+
+func recalled(r *corebus.RecallResult, cat *corebus.Catalogue) *Recalled {
+	out := &Recalled{By: "fre"}
+	if r.Index >= 0 {
+		out.Skill = skillRef(corebus.ActiveSkill{Source: corebus.SkillBank, Index: r.Index}, cat)
+	}
+	if r.ByFeatures {
+		score := Number(r.Score)
+		out.By, out.Score = "features", &score
+	} else if r.Distance > 0 || r.Index >= 0 {
+		d := Number(r.Distance)
+		out.Distance = &d
+	}
+	return out
+}
+
+// SwitchWhy explains a skill switch the runtime made by itself.
+type SwitchWhy struct {
+	Trigger    string            `json:"trigger"` // obstacle or no_progress
+	Blocked    []string          `json:"blocked"` // routes ruled out: left, right, over
+	World      string            `json:"world"`   // the evaluation world fenced like that
+	Considered int               `json:"considered"`
+	Candidates []SwitchCandidate `json:"candidates"` // the best first
+	Chosen     string            `json:"chosen"`     // why the first won
+}
+
+// SwitchCandidate is one skill weighed for a switch.
+type SwitchCandidate struct {
+	Index      int     `json:"index"`
+	Success    *Number `json:"success,omitempty"`     // measured success rate in World
+	SFDistance *Number `json:"sf_distance,omitempty"` // from the stuck skill
+}
+
+func switchWhy(r *corebus.SwitchReport) *SwitchWhy {
+	if r.Trigger == corebus.TriggerNone {
+		return nil
+	}
+	out := &SwitchWhy{Trigger: r.Trigger.String(), Blocked: r.Blocked.Names(), World: r.World, Considered: r.Considered,
+		Candidates: []SwitchCandidate{}, Chosen: r.Chosen}
+	opt := func(v float32) *Number {
+		if v != v {
+			return nil
+		}
+		n := Number(v)
+		return &n
+	}
+	for _, c := range r.Listed() {
+		out.Candidates = append(out.Candidates, SwitchCandidate{Index: int(c.Index), Success: opt(c.Success), SFDistance: opt(c.Distance)})
+	}
+	return out
 }
 
 // ReplyState is the state a reply reports along with the outcome.
@@ -130,19 +191,21 @@ const (
 
 // Event is the payload of TopicEvents; only the fields of its Type are set.
 type Event struct {
-	Time    time.Time `json:"time"`
-	Type    string    `json:"type"`
-	Command string    `json:"command,omitempty"` // the command route a rejection is about
-	ID      string    `json:"id,omitempty"`
-	Code    string    `json:"code,omitempty"` // see Code
-	Error   string    `json:"error,omitempty"`
-	Reason  string    `json:"reason,omitempty"`
-	Fault   string    `json:"fault,omitempty"`
-	From    *SkillRef `json:"from,omitempty"`
-	To      *SkillRef `json:"to,omitempty"`
-	Mode    string    `json:"mode,omitempty"`
-	Path    string    `json:"path,omitempty"`
-	OK      *bool     `json:"ok,omitempty"`
+	Time    time.Time  `json:"time"`
+	Type    string     `json:"type"`
+	Command string     `json:"command,omitempty"` // the command route a rejection is about
+	ID      string     `json:"id,omitempty"`
+	Code    string     `json:"code,omitempty"` // see Code
+	Error   string     `json:"error,omitempty"`
+	Reason  string     `json:"reason,omitempty"`
+	Fault   string     `json:"fault,omitempty"`
+	From    *SkillRef  `json:"from,omitempty"`
+	To      *SkillRef  `json:"to,omitempty"`
+	Switch  *SwitchWhy `json:"switch,omitempty"` // a switch the runtime made by itself
+	Recall  *Recalled  `json:"recall,omitempty"` // a switch or rejection of cmd/recall
+	Mode    string     `json:"mode,omitempty"`
+	Path    string     `json:"path,omitempty"`
+	OK      *bool      `json:"ok,omitempty"`
 	// Outage and dropped counts of a reconnection.
 	OutageMS       int64  `json:"outage_ms,omitempty"`
 	PublishDropped uint64 `json:"publish_dropped,omitempty"`

@@ -63,3 +63,36 @@ func TestNewChecksConfig(t *testing.T) {
 		}
 	}
 }
+
+// A switch the runtime made by itself carries its reasons; a recall its choice.
+func TestSwitchAndRecallPayloads(t *testing.T) {
+	cat := &corebus.Catalogue{Skills: []corebus.Skill{{Index: 0, Name: "over"}, {Index: 2, Name: "right", Tags: []string{"right"}}}}
+	rep := corebus.SwitchReport{Trigger: corebus.TriggerObstacle, Blocked: corebus.RouteLeft, World: "obstacle_fence_left",
+		Considered: 2, Chosen: "highest measured success in the matching world"}
+	rep.Candidates[0] = corebus.Candidate{Index: 2, Success: 0.9, Distance: 1.5}
+	rep.Candidates[1] = corebus.Candidate{Index: 0, Success: float32(math.NaN()), Distance: float32(math.NaN())}
+	for _, tc := range []struct {
+		name string
+		v    any
+		want string
+	}{
+		{"switch", switchWhy(&rep), `{"trigger":"obstacle","blocked":["left"],"world":"obstacle_fence_left","considered":2,` +
+			`"candidates":[{"index":2,"success":0.8999999761581421,"sf_distance":1.5},{"index":0}],"chosen":"highest measured success in the matching world"}`},
+		{"operator switch has none", switchWhy(&corebus.SwitchReport{}), `null`},
+		{"recall by features", recalled(&corebus.RecallResult{Valid: true, Index: 2, ByFeatures: true, Score: 0.75}, cat),
+			`{"skill":{"index":2,"name":"right","tags":["right"]},"by":"features","score":0.75}`},
+		{"recall by FRE", recalled(&corebus.RecallResult{Valid: true, Index: 0, Distance: 0.2}, cat), `{"skill":{"index":0,"name":"over"},"by":"fre","distance":0.2}`},
+		{"recall refused as too far", recalled(&corebus.RecallResult{Valid: true, Index: -1, Distance: 2}, cat), `{"by":"fre","distance":2}`},
+		{"recall refused before choosing", recalled(&corebus.RecallResult{Valid: true, Index: -1}, cat), `{"by":"fre"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := json.Marshal(tc.v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(b) != tc.want {
+				t.Errorf("got  %s\nwant %s", b, tc.want)
+			}
+		})
+	}
+}

@@ -19,6 +19,7 @@ const (
 	RouteGoal       = "goal"
 	RouteBank       = "bank"
 	RouteHeartbeat  = "heartbeat"
+	RouteRecall     = "recall"
 )
 
 // Topic suffixes the runtime publishes under its prefix.

@@ -1,10 +1,12 @@
 // Package skillstest owns tiny hand-built skill banks for tests of the code that runs banks
 // (the runtime core and its drivers, evaluation): a policy that outputs one constant action
 // whatever it sees, one whose action overflows to NaN, and a seeded random network of a real
-// policy's size, each wrapped in a one-latent bank that validates.
+// policy's size, each wrapped in a one-latent bank that validates; and banks of several
+// constant skills (one slot and latent each) to switch between.
 package skillstest
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -90,4 +92,66 @@ func Bank(t testing.TB, c skills.Contract, net skills.MLP) *skills.Bank {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// Navigation is the default navigation contract with a 20 s episode.
+func Navigation(t testing.TB) skills.Contract {
+	c := Contract(t, skills.Navigation171())
+	c.EpisodeSeconds = 20
+	return c
+}
+
+// ConstantSlots is a bank under contract c with one slot and one latent per action: latent i,
+// named "constant<i>", runs a policy that outputs actions[i] whatever it sees.
+func ConstantSlots(t testing.TB, c skills.Contract, actions ...[skills.NumJoints]float32) *skills.Bank {
+	t.Helper()
+	b := &skills.Bank{Producer: "skillstest", Contract: c, LatentDim: LatentDim}
+	for i, a := range actions {
+		net := Constant(t, c, a).Slots[0].Policy
+		b.Slots = append(b.Slots, skills.Slot{Policy: net})
+		b.Latents = append(b.Latents, skills.Latent{
+			Info: skills.LatentInfo{Skill: i, Name: fmt.Sprintf("constant%d", i), OfflinePsi: make([]float32, c.Features.Dim(c.Layout))},
+			Z:    []float32{float32(i), 0},
+		})
+	}
+	if err := b.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// ConstantFRE is an FRE encoder for contract c that encodes every reward to latent z: every
+// weight is zero, so the final layer's bias is all that reaches the output. Its 8 anchors (2
+// subsets) are zero states. It exercises the runtime's recall through a real encoder where what
+// is tested is the choice among stored latents, not the encoding.
+func ConstantFRE(t testing.TB, c skills.Contract, z []float32) *skills.FRE {
+	t.Helper()
+	const width, ffn, bins, anchors = 4, 4, 2, 8
+	net := skills.FRENet{Heads: 1, Arrays: map[string]skills.Array{}}
+	zeros := func(name string, shape ...int) {
+		n := 1
+		for _, d := range shape {
+			n *= d
+		}
+		net.Arrays[name] = skills.Array{Shape: shape, Data: make([]float32, n)}
+	}
+	zeros(skills.FREStateW, c.Layout.Dim(), width/2)
+	zeros(skills.FREStateB, width/2)
+	zeros(skills.FRERewardEmbed, bins, width/2)
+	for _, name := range []string{"ln1/gamma", "ln1/beta", "attn/bq", "attn/bk", "attn/bv", "attn/bo", "ln2/gamma", "ln2/beta", "ffn/b2"} {
+		zeros(skills.FREBlockArray(0, name), width)
+	}
+	for _, name := range []string{"attn/wq", "attn/wk", "attn/wv", "attn/wo"} {
+		zeros(skills.FREBlockArray(0, name), width, width)
+	}
+	zeros(skills.FREBlockArray(0, "ffn/w1"), width, ffn)
+	zeros(skills.FREBlockArray(0, "ffn/b1"), ffn)
+	zeros(skills.FREBlockArray(0, "ffn/w2"), ffn, width)
+	zeros(skills.FREFinalGamma, width)
+	zeros(skills.FREFinalBeta, width)
+	zeros(skills.FREMeanW, width, len(z))
+	net.Arrays[skills.FREMeanB] = skills.Array{Shape: []int{len(z)}, Data: append([]float32(nil), z...)}
+	net.Arrays[skills.FRERewardScale] = skills.Array{Shape: []int{1}, Data: []float32{1}}
+	return &skills.FRE{Net: net, Subsets: 2,
+		Anchors: skills.Array{Shape: []int{anchors, c.Layout.Dim()}, Data: make([]float32, anchors*c.Layout.Dim())}}
 }

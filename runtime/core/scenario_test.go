@@ -1,0 +1,462 @@
+package core_test
+
+import (
+	"bufio"
+	"bytes"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dualforce/dualforce/hw/proto"
+	"github.com/dualforce/dualforce/hw/slider"
+	"github.com/dualforce/dualforce/hw/solo12"
+	"github.com/dualforce/dualforce/runtime/core"
+	"github.com/dualforce/dualforce/runtime/corebus"
+	"github.com/dualforce/dualforce/skills"
+	"github.com/dualforce/dualforce/skills/skillstest"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files of the scenario tests from this run")
+
+// TestScenarios plays every script in testdata/scenarios against the IO-free core, tick by tick,
+// and compares what it did (events, phases, skills, commanded targets) with the golden file
+// next to the script. go test -run TestScenarios -update rewrites the golden files; review the
+// diff before committing it.
+func TestScenarios(t *testing.T) {
+	scripts, err := filepath.Glob("testdata/scenarios/*.txt")
+	if err != nil || len(scripts) == 0 {
+		t.Fatalf("no scenario scripts: %v", err)
+	}
+	for _, script := range scripts {
+		name := strings.TrimSuffix(filepath.Base(script), ".txt")
+		t.Run(name, func(t *testing.T) {
+			src, err := os.ReadFile(script)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := play(t, string(src))
+			// The core is deterministic: the same inputs give the same log, byte for byte.
+			if again := play(t, string(src)); !bytes.Equal(got, again) {
+				t.Fatalf("two plays of %s differ:\n%s", name, lineDiff(string(got), string(again)))
+			}
+			golden := strings.TrimSuffix(script, ".txt") + ".golden"
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s differs from the golden file %s:\n%s", name, golden, lineDiff(string(want), string(got)))
+			}
+		})
+	}
+}
+
+// lineDiff lists the first lines that differ.
+func lineDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var b strings.Builder
+	shown := 0
+	for i := 0; i < max(len(w), len(g)) && shown < 12; i++ {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			fmt.Fprintf(&b, "line %d\n  want: %s\n  got:  %s\n", i+1, wl, gl)
+			shown++
+		}
+	}
+	return b.String()
+}
+
+// The scenario bank: four navigation skills, each a constant action, one per route.
+var scenarioActions = [][skills.NumJoints]float32{
+	{0, 0.2, -0.2, 0, 0.2, -0.2, 0, 0.2, -0.2, 0, 0.2, -0.2},             // 0: over
+	{0.3, 0.5, -0.5, 0.3, 0.5, -0.5, 0.3, 0.5, -0.5, 0.3, 0.5, -0.5},     // 1: left
+	{-0.3, -0.5, 0.5, -0.3, -0.5, 0.5, -0.3, -0.5, 0.5, -0.3, -0.5, 0.5}, // 2: right
+	{0.1, 0.4, -0.4, 0.1, 0.4, -0.4, 0.1, 0.4, -0.4, 0.1, 0.4, -0.4},     // 3: left, another way
+}
+
+// scenarioMeasures is what evaluation would have measured of the scenario bank.
+type scenarioMeasures struct{ failed map[int]bool }
+
+var (
+	scenarioRoutes  = []corebus.Routes{corebus.RouteOver, corebus.RouteLeft, corebus.RouteRight, corebus.RouteLeft}
+	scenarioSuccess = map[string][]float64{
+		core.WorldObstacle:   {0.9, 0.85, 0.85, 0.85},
+		core.WorldFenceLeft:  {0.6, 0.1, 0.9, 0.2},
+		core.WorldFenceRight: {0.6, 0.8, 0.1, 0.8},
+		core.WorldFenced:     {0.7, 0, 0, 0},
+	}
+	// Online successor features of navigation's phi (base_lin_vel, base_ang_vel), standardised.
+	scenarioPsi = [][]float32{
+		{1.0, 0, 0, 0, 0, 0},
+		{0.6, 0.5, 0, 0, 0, 0.8},
+		{0.6, -0.5, 0, 0, 0, -0.8},
+		{0.3, 0.2, 0, 0, 0, 0.3},
+	}
+)
+
+func (m scenarioMeasures) Passed(i int) bool        { return !m.failed[i] }
+func (scenarioMeasures) Route(i int) corebus.Routes { return scenarioRoutes[i] }
+func (scenarioMeasures) OnlinePsi(i int) []float32  { return scenarioPsi[i] }
+func (scenarioMeasures) Success(i int, w string) (float64, bool) {
+	s, ok := scenarioSuccess[w]
+	if !ok {
+		return 0, false
+	}
+	return s[i], true
+}
+
+// scenarioEncoder stands in for the FRE encoder: the latent of a reward is its weights on the
+// first joint's position and velocity, so a script can aim at a stored latent or away from all.
+type scenarioEncoder struct{ layout skills.Layout }
+
+func (e scenarioEncoder) EncodeLinearReward(w, z []float32) error {
+	pos, _ := skills.ElementOffset(e.layout, "joint_pos.FL_HAA")
+	vel, _ := skills.ElementOffset(e.layout, "joint_vel.FL_HAA")
+	z[0], z[1] = w[pos], w[vel]
+	return nil
+}
+
+// scenario is a core in a kinematic world: joints follow their commanded targets exactly, the
+// base is where the script puts it.
+type scenario struct {
+	t    testing.TB
+	bank *skills.Bank
+	opts core.LoadOptions
+	cfg  core.Config
+	c    *core.Core
+	in   core.Input
+	out  core.Output
+	log  bytes.Buffer
+
+	sensor   proto.Sensor
+	perc     core.Perception
+	slider   slider.Snapshot
+	jmap     solo12.Map
+	js       solo12.JointState
+	jc       solo12.JointCommand
+	velocity [2]float64 // m/s the base moves at in the world, set by "walk"
+
+	// per run: the largest move of a commanded target in one tick while running
+	maxStep      float64
+	maxStepJoint int
+	commands     int // operator commands sent, for their ids
+	// quiet counts events without logging them (logging allocates; the core must not).
+	quiet    bool
+	counts   [8]int // events by kind
+	triggers [3]int // skill switches by trigger
+}
+
+func newScenario(t testing.TB) *scenario {
+	bank := skillstest.ConstantSlots(t, skillstest.Navigation(t), scenarioActions...)
+	s := &scenario{t: t, bank: bank, opts: core.LoadOptions{Measured: scenarioMeasures{}}}
+	s.cfg = core.DefaultConfig(bank)
+	s.cfg.Calibration = core.CalibrateOffsets
+	s.cfg.StandUp = 500 * time.Millisecond
+	s.cfg.AutoRun = true
+	s.cfg.Goal = [3]float64{3, 0, 0}
+	s.perc.Valid = true
+	s.wall(0)
+	for d := range s.sensor.Drivers {
+		s.sensor.Drivers[d].Status = proto.StatusSystemEnabled | proto.StatusMotor1Enabled | proto.StatusMotor1Ready | proto.StatusMotor2Enabled | proto.StatusMotor2Ready
+	}
+	s.sensor.IMU.Accelerometer = [3]float64{0, 0, 9.81}
+	return s
+}
+
+// wall raises a 0.6 m wall on the height-map cells ahead on routes; the rest is flat ground
+// 0.235 m below the base.
+func (s *scenario) wall(routes corebus.Routes) {
+	for i := range s.perc.HeightMap {
+		x, y := skills.HeightMapPoint(i)
+		h := float32(-0.235)
+		var r corebus.Routes
+		switch {
+		case x <= 0.05 || x > 0.5:
+		case y > 0.15:
+			r = corebus.RouteLeft
+		case y < -0.15:
+			r = corebus.RouteRight
+		default:
+			r = corebus.RouteOver
+		}
+		if r&routes != 0 && x >= 0.3 {
+			h += 0.6
+		}
+		s.perc.HeightMap[i] = h
+	}
+}
+
+func (s *scenario) start() {
+	loaded, err := core.LoadWith(s.bank, "scenario.npz", 1, s.opts)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if s.c, err = core.New(s.cfg, loaded); err != nil {
+		s.t.Fatal(err)
+	}
+	s.in = core.Input{Sensor: &s.sensor, Perception: &s.perc, Slider: &s.slider}
+}
+
+// step runs one link tick and moves the kinematic robot.
+func (s *scenario) step() {
+	s.in.Now += time.Millisecond
+	s.in.Fresh = true
+	held := s.jc.Q
+	s.c.Step(&s.in, &s.out)
+	for _, ev := range s.out.Events {
+		s.counts[ev.Kind]++
+		if ev.Kind == corebus.EventSkillSwitch {
+			s.triggers[ev.Switch.Trigger]++
+		}
+		if !s.quiet {
+			s.logf("%s %s", stamp(s.in.Now), describe(&ev))
+		}
+	}
+	s.jmap.ReadCommand(&s.out.Command, &s.jc)
+	if s.c.Phase() == core.PhaseRun {
+		for j := range s.jc.Q {
+			if d := math.Abs(s.jc.Q[j] - held[j]); d > s.maxStep {
+				s.maxStep, s.maxStepJoint = d, j
+			}
+		}
+	}
+	for j := range s.js.Q {
+		q := s.js.Q[j]
+		if s.jc.Kp[j] > 0 {
+			q = s.jc.Q[j]
+		}
+		s.js.Qd[j] = (q - s.js.Q[j]) / 0.001
+		s.js.Q[j] = q
+	}
+	s.jmap.WriteSensor(&s.js, &s.sensor)
+	s.perc.Position[0] += s.velocity[0] * 0.001
+	s.perc.Position[1] += s.velocity[1] * 0.001
+}
+
+func (s *scenario) logf(format string, a ...any) {
+	fmt.Fprintf(&s.log, format+"\n", a...)
+}
+
+func stamp(d time.Duration) string { return fmt.Sprintf("%7.3fs", d.Seconds()) }
+
+func skillName(a corebus.ActiveSkill) string {
+	switch a.Source {
+	case corebus.SkillBank:
+		return fmt.Sprintf("bank:%d", a.Index)
+	case corebus.SkillLatent:
+		return "latent"
+	}
+	return "none"
+}
+
+func num(v float32) string {
+	if v != v {
+		return "-"
+	}
+	return strconv.FormatFloat(float64(v), 'f', 3, 32)
+}
+
+// describe renders an event for the golden file.
+func describe(ev *corebus.Event) string {
+	switch ev.Kind {
+	case corebus.EventSkillSwitch:
+		s := fmt.Sprintf("skill_switch %s -> %s reason=%q", skillName(ev.From), skillName(ev.To), ev.Reason)
+		if r := &ev.Switch; r.Trigger != corebus.TriggerNone {
+			s += fmt.Sprintf("\n          trigger=%s blocked=%v world=%s considered=%d chosen=%q", r.Trigger, r.Blocked.Names(), r.World, r.Considered, r.Chosen)
+			for _, c := range r.Listed() {
+				s += fmt.Sprintf("\n          candidate %d success=%s sf_distance=%s", c.Index, num(c.Success), num(c.Distance))
+			}
+		}
+		return s
+	case corebus.EventCommandDone:
+		s := fmt.Sprintf("command_done %s id=%s ok=%v", ev.Command.Kind, ev.Command.ID, ev.OK)
+		if ev.Reason != "" {
+			s += fmt.Sprintf(" reason=%q", ev.Reason)
+		}
+		if ev.Command.Kind == corebus.KindRecall {
+			r := ev.Recalled
+			s += fmt.Sprintf(" recalled=%d by_features=%v score=%.3f distance=%.3f", r.Index, r.ByFeatures, r.Score, r.Distance)
+		}
+		return s
+	case corebus.EventFault:
+		return fmt.Sprintf("fault %s reason=%q", ev.Fault, ev.Reason)
+	case corebus.EventModeChange:
+		return fmt.Sprintf("mode %s reason=%q", ev.Mode, ev.Reason)
+	}
+	return fmt.Sprintf("%s reason=%q", ev.Kind, ev.Reason)
+}
+
+// play runs a script and returns the log. A script line is a directive:
+//
+//	config blend=300ms stall=3s cooldown=1s failed=2  (before start)
+//	fre                             recall through a stand-in encoder (before start)
+//	bank_fre 2.1 0                  the bank carries an FRE encoder that encodes every reward
+//	                                to this latent (before start)
+//	start                           build the core
+//	run 1.5s                        step the link; a summary of the commands follows
+//	wall left,over | wall none      the height map shows a wall on those routes
+//	walk 0.5 0                      the base moves at (vx, vy) m/s in the world
+//	cmd skill 2 | cmd mode run | cmd estop | cmd estop_clear
+//	cmd recall base_ang_vel.z=1,base_lin_vel.x=0.5 [max=0.2]
+//	slider estop | slider ok        the slider box's E-stop
+func play(t testing.TB, script string) []byte {
+	s := newScenario(t)
+	sc := bufio.NewScanner(strings.NewReader(script))
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			s.logf("%s", line)
+			continue
+		}
+		s.logf("> %s", line)
+		f := strings.Fields(line)
+		if err := s.directive(f); err != nil {
+			t.Fatalf("script line %d %q: %v", n, line, err)
+		}
+	}
+	return s.log.Bytes()
+}
+
+func (s *scenario) directive(f []string) error {
+	switch f[0] {
+	case "config":
+		for _, kv := range f[1:] {
+			k, v, _ := strings.Cut(kv, "=")
+			d, _ := time.ParseDuration(v)
+			switch k {
+			case "blend":
+				s.cfg.Blend = d
+			case "stall":
+				s.cfg.Switching.StallAfter = d
+			case "cooldown":
+				s.cfg.Switching.Cooldown = d
+			case "skill":
+				s.cfg.Skill, _ = strconv.Atoi(v)
+			case "failed":
+				i, _ := strconv.Atoi(v)
+				s.opts.Measured = scenarioMeasures{failed: map[int]bool{i: true}}
+			default:
+				return fmt.Errorf("unknown config key %q", k)
+			}
+		}
+	case "fre":
+		s.opts.Encoder = scenarioEncoder{s.bank.Contract.Layout}
+	case "bank_fre":
+		z := make([]float32, len(f)-1)
+		for i, v := range f[1:] {
+			x, err := strconv.ParseFloat(v, 32)
+			if err != nil {
+				return err
+			}
+			z[i] = float32(x)
+		}
+		s.bank.FRE = skillstest.ConstantFRE(s.t, s.bank.Contract, z)
+	case "start":
+		s.start()
+	case "run":
+		d, err := time.ParseDuration(f[1])
+		if err != nil {
+			return err
+		}
+		s.maxStep = 0
+		for range d / time.Millisecond {
+			s.step()
+		}
+		var snap corebus.Snapshot
+		s.c.LoadMonitor(&snap)
+		s.logf("%s phase=%s skill=%s fault=%q max_target_step=%.4f rad (%s) targets=%s", stamp(s.in.Now), s.c.Phase(), skillName(snap.Skill),
+			s.c.Fault(), s.maxStep, solo12.Joint(s.maxStepJoint), fmtTargets(&s.jc.Q))
+	case "wall":
+		var r corebus.Routes
+		for _, name := range strings.Split(f[1], ",") {
+			switch name {
+			case "left":
+				r |= corebus.RouteLeft
+			case "right":
+				r |= corebus.RouteRight
+			case "over":
+				r |= corebus.RouteOver
+			}
+		}
+		s.wall(r)
+	case "walk":
+		s.velocity[0], _ = strconv.ParseFloat(f[1], 64)
+		s.velocity[1], _ = strconv.ParseFloat(f[2], 64)
+	case "slider":
+		s.slider.Latched = f[1] == "estop"
+	case "cmd":
+		return s.command(f[1:])
+	default:
+		return fmt.Errorf("unknown directive")
+	}
+	return nil
+}
+
+func (s *scenario) command(f []string) error {
+	s.commands++
+	cmd := corebus.Command{ID: fmt.Sprintf("c%d", s.commands)}
+	switch f[0] {
+	case "skill":
+		i, err := strconv.Atoi(f[1])
+		if err != nil {
+			return err
+		}
+		cmd.Kind, cmd.Skill = corebus.KindSkill, corebus.SkillSelection{By: corebus.SelectByIndex, Index: i, Generation: 1}
+	case "mode":
+		m, ok := corebus.ParseMode(f[1])
+		if !ok {
+			return fmt.Errorf("mode %q", f[1])
+		}
+		cmd.Kind, cmd.Mode = corebus.KindMode, m
+	case "estop":
+		cmd.Kind = corebus.KindEStop
+	case "estop_clear":
+		cmd.Kind = corebus.KindEStopClear
+	case "recall":
+		cmd.Kind = corebus.KindRecall
+		for _, term := range strings.Split(f[1], ",") {
+			k, v, _ := strings.Cut(term, "=")
+			w, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return err
+			}
+			cmd.Recall.Reward = append(cmd.Recall.Reward, corebus.RewardTerm{Element: k, Weight: w})
+		}
+		if len(f) > 2 {
+			_, v, _ := strings.Cut(f[2], "=")
+			cmd.Recall.MaxDistance, _ = strconv.ParseFloat(v, 64)
+		}
+	default:
+		return fmt.Errorf("unknown command %q", f[0])
+	}
+	if !s.c.OfferCommand(cmd) {
+		return fmt.Errorf("command queue full")
+	}
+	return nil
+}
+
+func fmtTargets(q *[12]float64) string {
+	parts := make([]string, 3)
+	for k, j := range []int{0, 1, 2} { // the front left leg stands for all: every action is per-leg alike
+		parts[k] = strconv.FormatFloat(q[j], 'f', 3, 64)
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}

@@ -1,0 +1,106 @@
+package eval
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/dualforce/dualforce/hw/solo12"
+	"github.com/dualforce/dualforce/runtime/core"
+	"github.com/dualforce/dualforce/runtime/corebus"
+	"github.com/dualforce/dualforce/sim/robotboard"
+	"github.com/dualforce/dualforce/skills"
+	"github.com/dualforce/dualforce/skills/skillstest"
+)
+
+// switchPostures are four standing postures as constant skills: tall, crouched, wide and
+// narrow. Each is a stable stance; switching between them at a standstill exercises the
+// transitions alone, with no gait to confound them.
+var switchPostures = [][skills.NumJoints]float32{
+	{0, -0.6, 0.9, 0, -0.6, 0.9, 0, 0.6, -0.9, 0, 0.6, -0.9},           // tall: legs straighter
+	{0, 0.6, -0.9, 0, 0.6, -0.9, 0, -0.6, 0.9, 0, -0.6, 0.9},           // crouched: legs bent
+	{0.5, 0, 0, -0.5, 0, 0, 0.5, 0, 0, -0.5, 0, 0},                     // wide: hips out
+	{-0.4, 0.3, -0.5, 0.4, 0.3, -0.5, -0.4, -0.3, 0.5, 0.4, -0.3, 0.5}, // narrow and low
+}
+
+// forcedSwitches runs the posture bank in MuJoCo through the real core in lockstep, forces n
+// operator switches (cyclic, one every interval) and returns the largest one-tick move of a
+// commanded joint target, and whether the robot fell or the supervisor tripped.
+func forcedSwitches(t *testing.T, n int, interval, blend time.Duration) (maxStep float64, fell bool, fault string) {
+	t.Helper()
+	bank := skillstest.ConstantSlots(t, skillstest.Locomotion(t), switchPostures...)
+	rig, err := NewRig(bank, robotboard.Config{}, func(c *core.Config) {
+		c.StandUp = time.Second
+		c.AutoRun = true
+		c.Blend = blend
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rig.Close()
+	var jmap solo12.Map
+	var cmd, prev solo12.JointCommand
+	running := false
+	rig.Driver.Observe = func(_ *core.Input, out *core.Output) {
+		jmap.ReadCommand(&out.Command, &cmd)
+		if running && rig.Core.Phase() == core.PhaseRun {
+			for j := range cmd.Q {
+				maxStep = max(maxStep, math.Abs(cmd.Q[j]-prev.Q[j]))
+			}
+		}
+		prev = cmd
+	}
+	ctx := context.Background()
+	if err := rig.Until(ctx, 5000, func() bool { return rig.Core.Phase() == core.PhaseRun || rig.Core.Fault() != "" }); err != nil {
+		t.Fatal(err)
+	}
+	// Settle into the first posture before counting.
+	for range 1000 {
+		if err := rig.Step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	running = true
+	for k := range n {
+		next := (k + 1) % len(switchPostures)
+		if err := rig.Command(corebus.Command{Kind: corebus.KindSkill, Skill: corebus.SkillSelection{By: corebus.SelectByIndex, Index: next, Generation: 1}}); err != nil {
+			t.Fatal(err)
+		}
+		for range interval / time.Millisecond {
+			if err := rig.Step(); err != nil {
+				t.Fatal(err)
+			}
+			fell = fell || rig.Robot.Truth().Fell
+		}
+		if f := rig.Core.Fault(); f != "" {
+			return maxStep, fell, f
+		}
+	}
+	return maxStep, fell, ""
+}
+
+// TestHundredForcedSwitchesDoNotFell: 100 forced switches between standing postures, every
+// 400 ms, blended over the default 300 ms: the robot never falls and the supervisor never
+// trips, and no commanded target moves more in one tick than the blend's steepest slope
+// allows. Blending off, the same switches move targets at the slew limit: the test reports
+// both largest steps.
+func TestHundredForcedSwitchesDoNotFell(t *testing.T) {
+	const switches, interval = 100, 400 * time.Millisecond
+	blended, fell, fault := forcedSwitches(t, switches, interval, core.DefaultBlend)
+	if fell || fault != "" {
+		t.Fatalf("blended switches: fell %v, fault %q", fell, fault)
+	}
+	// The largest posture change is 0.3 * 1.8 = 0.54 rad (KFE, tall to crouched); a raised
+	// cosine over 300 ms moves at most pi/2 * 0.54 / 300 per ms.
+	bound := math.Pi / 2 * 0.54 / float64(core.DefaultBlend/time.Millisecond)
+	if blended > bound*1.01 {
+		t.Errorf("largest target step %.5f rad per tick with blending, above the blend's %.5f", blended, bound)
+	}
+	unblended, fellRaw, faultRaw := forcedSwitches(t, switches, interval, 0)
+	t.Logf("%d forced switches every %v: largest target step per 1 ms tick %.5f rad blended over %v, %.5f rad unblended (slew limit %v rad/s; unblended fell %v, fault %q)",
+		switches, interval, blended, core.DefaultBlend, unblended, core.DefaultMaxTargetRate, fellRaw, faultRaw)
+	if unblended <= blended {
+		t.Errorf("blending did not lower the largest target step: %.5f blended, %.5f unblended", blended, unblended)
+	}
+}
