@@ -1,39 +1,14 @@
 package disc
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/dualforce/dualforce/trainer/internal/gradcheck"
 	"github.com/dualforce/dualforce/trainer/nn"
 )
-
-func relErr(a, b, floor float64) float64 {
-	return math.Abs(a-b) / max(math.Abs(a)+math.Abs(b), floor)
-}
-
-// gradCheck compares grad with central differences of loss over x and
-// returns the worst relative error; entries far below the largest gradient
-// are measured against 1e-3 of it (their differences are rounding noise).
-func gradCheck(x, grad []float64, loss func() float64) (worst float64, at int) {
-	const h = 1e-6
-	floor := 1e-9
-	for _, g := range grad {
-		floor = max(floor, 1e-3*math.Abs(g))
-	}
-	for i := range x {
-		orig := x[i]
-		x[i] = orig + h
-		up := loss()
-		x[i] = orig - h
-		down := loss()
-		x[i] = orig
-		if e := relErr((up-down)/(2*h), grad[i], floor); e > worst {
-			worst, at = e, i
-		}
-	}
-	return worst, at
-}
 
 func TestPenaltyGradientCheck(t *testing.T) {
 	tests := []struct {
@@ -78,11 +53,7 @@ func TestPenaltyGradientCheck(t *testing.T) {
 				}
 				return s
 			}
-			worst, at := gradCheck(x, inputGrad, sumF)
-			t.Logf("grad_x f: max relative error %.2e (entry %d)", worst, at)
-			if worst > 1e-6 {
-				t.Errorf("input gradient wrong: %.2e at %d", worst, at)
-			}
+			gradcheck.Check(t, "grad_x f", x, inputGrad, sumF, 1e-6)
 
 			// The penalty's gradient with respect to every parameter.
 			var scratch penalty[float64]
@@ -93,11 +64,8 @@ func TestPenaltyGradientCheck(t *testing.T) {
 			if v := penaltyValue(); math.Abs(v-value) > 1e-12 {
 				t.Fatalf("penalty not reproducible: %v vs %v", v, value)
 			}
-			worst, at = gradCheck(net.Params(), paramGrad, penaltyValue)
-			t.Logf("penalty: value %.4f, %d parameters, max relative error %.2e (entry %d)", value, len(paramGrad), worst, at)
-			if worst > 1e-5 {
-				t.Errorf("penalty gradient wrong: %.2e at %d", worst, at)
-			}
+			t.Logf("penalty value %.4f", value)
+			gradcheck.Check(t, "penalty", net.Params(), paramGrad, penaltyValue, 1e-5)
 			if out := paramGrad[len(paramGrad)-1]; out != 0 {
 				t.Errorf("output bias gradient %v, want 0", out)
 			}
@@ -111,14 +79,11 @@ func TestBCEGradientCheck(t *testing.T) {
 		grad := make([]float64, len(logits))
 		loss, acc := bce(logits, label, 0.5, grad)
 		scratch := make([]float64, len(logits))
-		worst, at := gradCheck(logits, grad, func() float64 {
+		t.Logf("label %v: loss %.4f, accuracy %.2f", label, loss, acc)
+		gradcheck.Check(t, fmt.Sprintf("BCE label %v", label), logits, grad, func() float64 {
 			l, _ := bce(logits, label, 0.5, scratch)
 			return l
-		})
-		t.Logf("label %v: loss %.4f, accuracy %.2f, max relative error %.2e", label, loss, acc, worst)
-		if worst > 1e-6 {
-			t.Errorf("label %v: BCE gradient wrong at %d (%.2e)", label, at, worst)
-		}
+		}, 1e-6)
 		if math.IsInf(loss, 0) || math.IsNaN(loss) {
 			t.Errorf("loss %v for logits of +-40", loss)
 		}

@@ -87,29 +87,45 @@ func CurrentBackend() Backend { return current }
 // without padding: op(A) is m x k, op(B) is k x n and C is m x n. transA means
 // A is stored k x m, transB means B is stored n x k.
 func Gemm[T Float](transA, transB bool, m, n, k int, alpha T, a, b []T, beta T, c []T) {
+	lda, ldb := k, n
+	if transA {
+		lda = m
+	}
+	if transB {
+		ldb = k
+	}
+	GemmLD(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, n)
+}
+
+// GemmLD is Gemm for matrices inside wider row-major arrays: row i of the
+// stored A starts at a[i*lda], and likewise for B and C. It multiplies
+// column blocks in place, such as one attention head's columns of a batch.
+func GemmLD[T Float](transA, transB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
 	if m == 0 || n == 0 {
 		return
 	}
 	if k == 0 {
 		// BLAS rejects a zero leading dimension; the product is empty anyway.
-		for i := range c[:m*n] {
-			c[i] *= beta
+		for i := range m {
+			row := c[i*ldc : i*ldc+n]
+			for j := range row {
+				row[j] *= beta
+			}
 		}
 		return
 	}
-	tA, lda := blas.NoTrans, k
+	tA, tB := blas.NoTrans, blas.NoTrans
 	if transA {
-		tA, lda = blas.Trans, m
+		tA = blas.Trans
 	}
-	tB, ldb := blas.NoTrans, n
 	if transB {
-		tB, ldb = blas.Trans, k
+		tB = blas.Trans
 	}
 	if unsafe.Sizeof(alpha) == 4 {
-		active.f32.Sgemm(tA, tB, m, n, k, float32(alpha), as32(a), lda, as32(b), ldb, float32(beta), as32(c), n)
+		active.f32.Sgemm(tA, tB, m, n, k, float32(alpha), as32(a), lda, as32(b), ldb, float32(beta), as32(c), ldc)
 		return
 	}
-	active.f64.Dgemm(tA, tB, m, n, k, float64(alpha), as64(a), lda, as64(b), ldb, float64(beta), as64(c), n)
+	active.f64.Dgemm(tA, tB, m, n, k, float64(alpha), as64(a), lda, as64(b), ldb, float64(beta), as64(c), ldc)
 }
 
 // as32 and as64 view a []T as the concrete slice type of the same width; the

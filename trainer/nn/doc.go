@@ -1,7 +1,11 @@
 // Package nn owns the trainer's hand-written neural-network arithmetic: dense
 // layers and multi-layer perceptrons with batched forward and backward passes,
 // the Adam optimiser, numerically stable log-sum-exp reductions and the
-// tanh-squashed Gaussian policy head.
+// tanh-squashed Gaussian policy head; and the blocks of set transformers and
+// residual MLPs (layers.go, attention.go): Linear, LayerNorm, GELU, mish,
+// embedding lookup, multi-head self-attention over sets (no mask, no
+// positions) and mean-pooling, whose parameters live in an Arena so that one
+// Adam, one ZeroGrad and one checkpoint array cover a whole model.
 //
 // Everything is generic over float32 (training) and float64 (finite-difference
 // gradient checks in tests). Matrices are dense and row-major; a batch is a
@@ -18,7 +22,8 @@
 // run); call it before any network is used, not while one is training.
 //
 // Derivatives are written by hand. The rule of the house: every one of them
-// has a finite-difference check in the tests. gorgonia v0.9.18 is a test-only
+// has a finite-difference check in the tests (through trainer/internal/gradcheck,
+// whose own tests show that a wrong gradient is caught). gorgonia v0.9.18 is a test-only
 // oracle and benchmark peer: forward passes, gradients and Adam steps agree
 // with its symbolic ones to rounding error (gorgonia_test.go), and
 // BenchmarkMLPAdamStep measures both on the same BLAS. It is not used to

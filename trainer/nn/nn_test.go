@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/dualforce/dualforce/trainer/internal/gradcheck"
 )
 
 func randSlice[T Float](rng *rand.Rand, n int, scale float64) []T {
@@ -12,42 +14,6 @@ func randSlice[T Float](rng *rand.Rand, n int, scale float64) []T {
 		s[i] = T(scale * rng.NormFloat64())
 	}
 	return s
-}
-
-// relErr is the error measure of the gradient checks: |a-b| / max(|a|+|b|, floor).
-func relErr(a, b, floor float64) float64 {
-	return math.Abs(a-b) / max(math.Abs(a)+math.Abs(b), floor)
-}
-
-// checkGradient compares grad (analytic, d loss / d x) with central
-// differences of loss over every element of x and fails if the worst relative
-// error exceeds tol. Entries far below the largest one are compared against
-// 1e-3 of the largest: their central difference is mostly rounding noise
-// (about 1e-16 * |loss| / h).
-func checkGradient(t *testing.T, name string, x []float64, grad []float64, loss func() float64, tol float64) {
-	t.Helper()
-	const h = 1e-6
-	floor := 1e-7
-	for _, g := range grad {
-		floor = max(floor, 1e-3*math.Abs(g))
-	}
-	worst, at := 0.0, -1
-	for i := range x {
-		orig := x[i]
-		x[i] = orig + h
-		up := loss()
-		x[i] = orig - h
-		down := loss()
-		x[i] = orig
-		fd := (up - down) / (2 * h)
-		if e := relErr(fd, grad[i], floor); e > worst {
-			worst, at = e, i
-		}
-	}
-	t.Logf("%s: %d entries, max relative error %.2e (entry %d)", name, len(x), worst, at)
-	if worst > tol {
-		t.Errorf("%s: gradient check failed: max relative error %.3e at %d (analytic %g)", name, worst, at, grad[at])
-	}
 }
 
 func TestGemmMatchesNaiveOnEveryBackend(t *testing.T) {
@@ -183,8 +149,8 @@ func TestMLPGradientCheck(t *testing.T) {
 			dX := make([]float64, len(x))
 			m.BackwardWith(tp, c, extra, dX)
 			grads := append([]float64(nil), m.Grads()...)
-			checkGradient(t, "params", m.Params(), grads, loss, 1e-6)
-			checkGradient(t, "input", x, dX, loss, 1e-6)
+			gradcheck.Check(t, "params", m.Params(), grads, loss, 1e-6)
+			gradcheck.Check(t, "input", x, dX, loss, 1e-6)
 		})
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/dualforce/dualforce/trainer/internal/gradcheck"
 )
 
 func TestUnsquashClampsAndAddsJacobian(t *testing.T) {
@@ -106,7 +108,7 @@ func TestWeightedNLLGradientCheck(t *testing.T) {
 			grads := append([]float64(nil), p.Net.Grads()...)
 			// A clamped log-std of -5 makes the loss about 1e5, so rounding
 			// alone gives central differences a relative error near 1e-6.
-			checkGradient(t, "policy params", p.Net.Params(), grads, loss, 1e-4)
+			gradcheck.Check(t, "policy params", p.Net.Params(), grads, loss, 1e-4)
 		})
 	}
 }
