@@ -32,11 +32,7 @@ func NewSetAttention[T Float](a *Arena[T], name string, width, heads int, bias I
 		return nil, fmt.Errorf("%w: %d heads do not split width %d", ErrShape, heads, width)
 	}
 	lin := func(n string) *Linear[T] {
-		return &Linear[T]{
-			In: width, Out: width,
-			W: a.New(name+"/w"+n, XavierUniform(width, width), width, width),
-			B: a.New(name+"/b"+n, bias, width),
-		}
+		return NewLinear(a, name+"/w"+n, name+"/b"+n, width, width, XavierUniform(width, width), bias)
 	}
 	return &SetAttention[T]{Width: width, Heads: heads, Q: lin("q"), K: lin("k"), V: lin("v"), O: lin("o")}, nil
 }

@@ -22,12 +22,13 @@ type Linear[T Float] struct {
 	y, dx   []T
 }
 
-// NewLinear registers name+"/w" (In x Out) and name+"/b" (Out) on a.
-func NewLinear[T Float](a *Arena[T], name string, in, out int, wInit, bInit Init) *Linear[T] {
+// NewLinear registers the kernel wName (In x Out) and the bias bName (Out)
+// on a.
+func NewLinear[T Float](a *Arena[T], wName, bName string, in, out int, wInit, bInit Init) *Linear[T] {
 	return &Linear[T]{
 		In: in, Out: out,
-		W: a.New(name+"/w", wInit, in, out),
-		B: a.New(name+"/b", bInit, out),
+		W: a.New(wName, wInit, in, out),
+		B: a.New(bName, bInit, out),
 	}
 }
 

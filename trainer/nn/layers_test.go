@@ -32,7 +32,7 @@ func blockCases() []blockCase {
 	return []blockCase{
 		{"linear", 1e-7, func(rng *rand.Rand) (*Arena[float64], []float64, func() []float64, func([]float64) []float64) {
 			a := &Arena[float64]{}
-			l := NewLinear(a, "l", 5, 4, XavierUniform(5, 4), Normal(0.5))
+			l := NewLinear(a, "l/w", "l/b", 5, 4, XavierUniform(5, 4), Normal(0.5))
 			a.Alloc(rng)
 			x := randSlice[float64](rng, rows*5, 1)
 			return a, x, func() []float64 { return l.Forward(x, rows) }, func(dy []float64) []float64 { return l.Backward(dy, true) }
@@ -211,7 +211,7 @@ func TestNewSetAttentionRejectsUnevenHeads(t *testing.T) {
 
 func TestArenaLaysOutParamsInOrder(t *testing.T) {
 	a := &Arena[float32]{}
-	l := NewLinear(a, "l", 2, 3, Ones, Zeros)
+	l := NewLinear(a, "l/w", "l/b", 2, 3, Ones, Zeros)
 	n := NewLayerNorm(a, "n", 3)
 	a.Alloc(rand.New(rand.NewPCG(0, 0)))
 	if len(a.Params()) != 6+3+3+3 {
@@ -241,7 +241,7 @@ func TestBlocksDoNotAllocate(t *testing.T) {
 	emb := NewEmbedding(a, "e", 10, w, Normal(1))
 	ln := NewLayerNorm(a, "ln", w)
 	attn, _ := NewSetAttention(a, "attn", w, 2, Zeros)
-	lin := NewLinear(a, "l", w, 32, XavierUniform(w, 32), Zeros)
+	lin := NewLinear(a, "l/w", "l/b", w, 32, XavierUniform(w, 32), Zeros)
 	var gelu GELU[float32]
 	var mish Mish[float32]
 	var pool MeanPool[float32]
