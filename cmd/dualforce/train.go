@@ -19,7 +19,7 @@ import (
 )
 
 func init() {
-	register(command{name: "train", summary: "train a skill bank (smodice)", run: methods(trainUsage, "training method", map[string]runFunc{"smodice": runTrainSMODICE})})
+	register(command{name: "train", summary: "train a skill bank (smodice) or pre-train the reward encoder (fre)", run: methods(trainUsage, "training method", map[string]runFunc{"smodice": runTrainSMODICE, "fre": runTrainFRE})})
 }
 
 const trainUsage = `Usage: dualforce train <method> [flags]
@@ -27,6 +27,8 @@ const trainUsage = `Usage: dualforce train <method> [flags]
 Methods:
   smodice   SMODICE-expert: a state discriminator gives the imitation reward r_E, DICE with
             R = r_E weights the offline transitions, a policy clones them by weight
+  fre       the functional reward encoder, pre-trained on a prior of rewards over the offline
+            states (needs a SMODICE run for r_E), frozen afterwards
 `
 
 const trainSMODICEUsage = `Usage: dualforce train smodice --offline FILE [--expert FILE] --out DIR [flags]

@@ -1,18 +1,12 @@
 package dice
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
-	"math"
 	"math/rand/v2"
-	"os/exec"
-	"runtime"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/dualforce/dualforce/trainer/dataset"
+	"github.com/dualforce/dualforce/trainer/internal/torchbench"
 	"github.com/dualforce/dualforce/trainer/nn"
 	"github.com/dualforce/dualforce/trainer/wbc"
 )
@@ -67,32 +61,6 @@ func learners(b *testing.B, data *dataset.Offline, reward []float32) (*Value, *w
 	return v, pi
 }
 
-// torchTimes is what update_bench.py prints.
-type torchTimes struct {
-	MeanMs float64 `json:"ms_per_update"`
-	MinMs  float64 `json:"min_ms"`
-}
-
-// torchUpdate runs the PyTorch twin. Each Go measurement gets its own run
-// right after it, so that the two see about the same machine load.
-func torchUpdate() (torchTimes, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "/usr/bin/python3", "../testdata/update_bench.py",
-		"--n", strconv.Itoa(benchSetSize), "--batch", "8192", "--threads", "2", "--warmup", "2", "--iters", "10")
-	out, err := cmd.Output()
-	var exit *exec.ExitError
-	if errors.As(err, &exit) && exit.ExitCode() == 3 {
-		return torchTimes{}, errors.New("torch is not importable by /usr/bin/python3 (apt-get install python3-torch)")
-	}
-	if err != nil {
-		return torchTimes{}, err
-	}
-	var res torchTimes
-	err = json.Unmarshal(out, &res)
-	return res, err
-}
-
 // BenchmarkUpdate8192 times one value step plus one policy step at batch
 // 8192 for the locomotion networks (V 48-256-256-1, pi 48-256-256-24, ReLU),
 // on each BLAS backend, and runs trainer/testdata/update_bench.py, the same
@@ -107,47 +75,24 @@ func torchUpdate() (torchTimes, error) {
 // update is the steadier comparison.
 func BenchmarkUpdate8192(b *testing.B) {
 	data, reward := locomotionSet(benchSetSize)
-	for _, be := range []nn.Backend{nn.OpenBLAS, nn.PureGo} {
-		b.Run(be.String(), func(b *testing.B) {
-			prev := nn.CurrentBackend()
-			if err := nn.SetBackend(be); err != nil {
-				b.Skip(err)
-			}
-			defer func() { _ = nn.SetBackend(prev) }()
-			v, pi := learners(b, data, reward)
-			w, err := v.Weights()
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := pi.SetWeights(w); err != nil {
-				b.Fatal(err)
-			}
+	torchbench.EachBackend(b, func(b *testing.B, be nn.Backend) {
+		v, pi := learners(b, data, reward)
+		w, err := v.Weights()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := pi.SetWeights(w); err != nil {
+			b.Fatal(err)
+		}
+		_, _ = v.Step()
+		pi.Step()
+		meanMs, minMs := torchbench.Measure(b, func() {
 			_, _ = v.Step()
 			pi.Step()
-			fastest := time.Duration(math.MaxInt64)
-			b.ReportAllocs()
-			for b.Loop() {
-				start := time.Now()
-				_, _ = v.Step()
-				pi.Step()
-				fastest = min(fastest, time.Since(start))
-			}
-			meanMs := float64(b.Elapsed().Microseconds()) / 1000 / float64(b.N)
-			minMs := float64(fastest.Microseconds()) / 1000
-			b.ReportMetric(meanMs, "ms/update")
-			b.ReportMetric(minMs, "min-ms/update")
-			torch, err := torchUpdate()
-			if err != nil {
-				b.Logf("no PyTorch comparison: %v", err)
-				return
-			}
-			b.Logf("GOMAXPROCS=%d; Go (%v) mean %.1f / fastest %.1f ms per update; PyTorch mean %.1f / fastest %.1f",
-				runtime.GOMAXPROCS(0), be, meanMs, minMs, torch.MeanMs, torch.MinMs)
-			b.ReportMetric(torch.MeanMs, "torch-ms/update")
-			b.ReportMetric(torch.MinMs, "torch-min-ms/update")
-			b.ReportMetric(minMs/torch.MinMs, "go/torch")
 		})
-	}
+		torchbench.Compare(b, be.String(), meanMs, minMs, "../testdata/update_bench.py",
+			"--n", strconv.Itoa(benchSetSize), "--batch", "8192", "--threads", "2", "--warmup", "2", "--iters", "10")
+	})
 }
 
 // BenchmarkWeights times the whole-set weight pass (V on s and s' of every

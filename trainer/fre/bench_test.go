@@ -1,32 +1,60 @@
 package fre
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 
+	"github.com/dualforce/dualforce/trainer/internal/torchbench"
 	"github.com/dualforce/dualforce/trainer/nn"
 )
 
-// BenchmarkStep512 times one training step at the reference's batch: 512
-// rewards of 32 encode and 8 decode pairs of 48-wide (locomotion) states,
-// encoder + decoder forward, backward and Adam.
+// BenchmarkStep512 times one training step at the reference's batch and
+// sizes: 512 rewards of 32 encode and 8 decode pairs of 48-wide
+// (locomotion) states, encoder + decoder forward, backward and Adam, on
+// each BLAS backend, and runs trainer/testdata/fre_bench.py, the same step
+// in PyTorch (CPU, 2 threads). Run it with GOMAXPROCS=2 to match:
+//
+//	GOMAXPROCS=2 go test -run XXX -bench Step512 -benchtime 5x ./trainer/fre
+//
+// Metrics: ms/update (mean), min-ms/update (fastest step), the same two for
+// PyTorch, and go/torch, the ratio of the fastest steps (below 1: Go is
+// faster).
 func BenchmarkStep512(b *testing.B) {
-	rng := rand.New(rand.NewPCG(4, 4))
-	a := DefaultArch(48)
-	m, err := NewModel[float32](a, 1)
-	if err != nil {
-		b.Fatal(err)
-	}
-	batch := randBatch[float32](rng, a, 512, 32, 8, true)
-	opt := nn.NewAdam[float32](len(m.Arena.Params()), 1e-4)
-	step := func() {
-		m.Arena.ZeroGrad()
-		m.Step(batch, 0.01)
-		opt.Step(m.Arena.Params(), m.Arena.Grads())
-	}
-	step()
-	b.ReportAllocs()
-	for b.Loop() {
-		step()
+	for _, be := range []nn.Backend{nn.OpenBLAS, nn.PureGo} {
+		b.Run(be.String(), func(b *testing.B) {
+			prev := nn.CurrentBackend()
+			if err := nn.SetBackend(be); err != nil {
+				b.Skip(err)
+			}
+			defer func() { _ = nn.SetBackend(prev) }()
+			rng := rand.New(rand.NewPCG(4, 4))
+			a := DefaultArch(48)
+			m, err := NewModel[float32](a, 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			batch := randBatch[float32](rng, a, 512, 32, 8, true)
+			opt := nn.NewAdam[float32](len(m.Arena.Params()), 1e-4)
+			step := func() {
+				m.Arena.ZeroGrad()
+				m.Step(batch, 0.01)
+				opt.Step(m.Arena.Params(), m.Arena.Grads())
+			}
+			step()
+			fastest := time.Duration(math.MaxInt64)
+			b.ReportAllocs()
+			for b.Loop() {
+				start := time.Now()
+				step()
+				fastest = min(fastest, time.Since(start))
+			}
+			meanMs := float64(b.Elapsed().Microseconds()) / 1000 / float64(b.N)
+			minMs := float64(fastest.Microseconds()) / 1000
+			b.ReportMetric(meanMs, "ms/update")
+			b.ReportMetric(minMs, "min-ms/update")
+			torchbench.Compare(b, be.String(), meanMs, minMs, "../testdata/fre_bench.py", "--threads", "2", "--warmup", "2", "--iters", "5")
+		})
 	}
 }

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/dualforce/dualforce/skills"
+	"github.com/dualforce/dualforce/trainer/datafile"
+	"github.com/dualforce/dualforce/trainer/fre"
+	"github.com/dualforce/dualforce/trainer/prep"
+	trainrun "github.com/dualforce/dualforce/trainer/run"
+	"github.com/dualforce/dualforce/trainer/smodice"
+)
+
+const trainFREUsage = `Usage: dualforce train fre --offline FILE --smodice DIR --out DIR [flags]
+
+Pre-trains the functional reward encoder (FRE) on a prior of rewards over the offline
+dataset's standardised states: random linear functions, random two-layer MLPs, the 27
+hand-made rewards and rewards of the Dual-Force form (1-c) <phi(s), u> + c r_E(s), with r_E
+from the discriminator of the SMODICE run in --smodice (same offline dataset). Every reward is
+normalised as clip(r / scale, -1, 1), one scale stored with the encoder. Writes into DIR:
+  metrics.jsonl    one JSON line per step (reconstruction MSE, KL, total loss, seconds)
+  losses.png       reconstruction, KL and total loss
+  checkpoint.ckpt  written atomically every --checkpoint-every steps and on Ctrl-C
+  eval.json        held-out reconstruction per reward family (MSE, R^2 on states never
+                   used in training) and identification of unseen rewards
+
+Every input is checked before training starts (NaN or Inf states, a dataset whose layout is
+not the task's, a SMODICE run of another layout or other data). --resume continues a run
+from DIR's checkpoint and ends with the same parameters, bit for bit, as an uninterrupted
+run; only --steps may change between the two.
+`
+
+func runTrainFRE(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	def := fre.DefaultConfig()
+	fs := newFlagSet("train fre", trainFREUsage, stderr)
+	offline := fs.String("offline", "", "offline dataset archive (required)")
+	smodiceRun := fs.String("smodice", "", "SMODICE run directory (or its checkpoint file) whose discriminator gives r_E (required)")
+	out := fs.String("out", "", "run directory (required)")
+	task := fs.String("task", "", "task the data must be for: locomotion or navigation (default: the dataset's)")
+	steps := fs.Int("steps", def.Steps, "training steps")
+	batch := fs.Int("batch", def.Batch, "rewards per step")
+	latent := fs.Int("latent", def.Arch.Latent, "latent size")
+	width := fs.Int("width", def.Arch.Width(), "transformer width (half state embedding, half reward embedding)")
+	ffn := fs.Int("ffn", def.Arch.FFN, "transformer feed-forward width")
+	decoder := fs.Int("decoder", def.Arch.DecoderHidden[0], "decoder hidden width (three layers)")
+	lr := fs.Float64("lr", def.LR, "Adam learning rate")
+	pool := fs.Int("pool", 200000, "at most this many offline states (a random subset) carry the prior")
+	seed := fs.Uint64("seed", def.Seed, "seed of every random choice")
+	every := fs.Int("checkpoint-every", 500, "steps between checkpoints")
+	resume := fs.Bool("resume", false, "continue the run in --out from its checkpoint")
+	quiet := fs.Bool("quiet", false, "no progress bar")
+	if err := parseFlags(fs, args, 0); err != nil {
+		return err
+	}
+	switch {
+	case *offline == "" || *smodiceRun == "" || *out == "":
+		return usagef("--offline, --smodice and --out are required")
+	case *steps < 0 || *batch <= 0 || *every <= 0 || *pool <= 0 || *latent <= 0 || *width <= 0 || *width%2 != 0 || *ffn <= 0 || *decoder <= 0:
+		return usagef("--steps %d, --batch %d, --checkpoint-every %d, --pool %d, --latent %d, --width %d, --ffn %d, --decoder %d: want positive sizes (an even width)",
+			*steps, *batch, *every, *pool, *latent, *width, *ffn, *decoder)
+	}
+	cfg := def
+	cfg.Steps, cfg.Batch, cfg.LR, cfg.Seed = *steps, *batch, *lr, *seed
+	cfg.Arch.Latent, cfg.Arch.StateWidth, cfg.Arch.RewardWidth, cfg.Arch.FFN = *latent, *width/2, *width/2, *ffn
+	cfg.Arch.DecoderHidden = []int{*decoder, *decoder, *decoder}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+
+	src, err := loadFRESource(*task, *offline, *smodiceRun, *pool, *seed)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "data: %d states (of the offline set), layout %s, %d features\n", src.Len(), src.Layout.Name, src.FeatureDim)
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	start := time.Now()
+	tr, rep, err := fre.Train(ctx, src, cfg, fre.Options{
+		Dir: *out, Resume: *resume, CheckpointEvery: *every, Eval: fre.DefaultEvalConfig(),
+		Progress: stderr, Quiet: *quiet, Logger: log,
+	})
+	if tr != nil && errors.Is(err, context.Canceled) {
+		fmt.Fprintf(stdout, "interrupted after step %d; checkpoint in %s (continue with --resume)\n", tr.Steps(), *out)
+	}
+	if errors.Is(err, fre.ErrRunExists) {
+		return fmt.Errorf("%w (pass --resume to continue that run, or choose another --out)", err)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "step %d, reward scale %.4g (%v this session)\n", tr.Steps(), tr.Prior().Scale, time.Since(start).Round(time.Millisecond))
+	printFREReport(stdout, rep)
+	return nil
+}
+
+func printFREReport(w io.Writer, rep *fre.Report) {
+	for _, part := range []struct {
+		name   string
+		scores []fre.Score
+	}{{"prior's rewards", rep.Seen}, {"unseen rewards", rep.Unseen}} {
+		for _, s := range part.scores {
+			fmt.Fprintf(w, "held-out reconstruction, %s, %-10s (%d): MSE %.4f, R^2 %.3f\n", part.name, s.Family, s.Rewards, s.MSE, s.R2)
+		}
+	}
+	fmt.Fprintf(w, "identification of %d unseen rewards: %.3f\n", rep.IdentificationRewards, rep.Identification)
+}
+
+// errDiscMismatch reports a SMODICE run whose discriminator was not trained
+// on the offline dataset given.
+var errDiscMismatch = errors.New("the SMODICE run does not fit the offline dataset")
+
+// loadFRESource reads and checks the offline dataset and the SMODICE run's
+// imitation reward, and returns at most pool of the standardised states
+// with their features and r_E.
+func loadFRESource(task, offline, run string, pool int, seed uint64) (*fre.Source, error) {
+	off, err := datafile.ReadOffline(offline)
+	if err != nil {
+		return nil, err
+	}
+	in, err := prep.FromFiles(task, off, nil)
+	if err != nil {
+		return nil, err
+	}
+	data, err := prep.Prepare(in)
+	if err != nil {
+		return nil, err
+	}
+	if filepath.Ext(run) != filepath.Ext(trainrun.CheckpointFile) {
+		run = filepath.Join(run, trainrun.CheckpointFile)
+	}
+	ck, err := smodice.Read(run)
+	if err != nil {
+		return nil, err
+	}
+	c := data.Contract
+	switch {
+	case ck.Contract.Layout.Name != c.Layout.Name:
+		return nil, fmt.Errorf("%w: %s: its discriminator reads layout %q, the dataset is in %q: %w", errDiscMismatch, run, ck.Contract.Layout.Name, c.Layout.Name, skills.ErrLayoutMismatch)
+	case ck.Task != data.Task:
+		return nil, fmt.Errorf("%w: %s was trained for task %q, not %q", errDiscMismatch, run, ck.Task, data.Task)
+	case len(ck.Reward) != data.Offline.Len() ||
+		!slices.Equal(ck.Contract.Normaliser.Mean, c.Normaliser.Mean) || !slices.Equal(ck.Contract.Normaliser.Std, c.Normaliser.Std):
+		return nil, fmt.Errorf("%w: %s was trained on another offline dataset (%d transitions, other statistics) than %s (%d)",
+			errDiscMismatch, run, len(ck.Reward), offline, data.Offline.Len())
+	}
+	n, d, f := data.Offline.Len(), data.Offline.ObsDim, data.FeatureDim
+	rows := rand.New(rand.NewPCG(seed, 0x9001)).Perm(n)[:min(n, pool)]
+	slices.Sort(rows)
+	src := &fre.Source{Dim: d, Layout: c.Layout, Normaliser: c.Normaliser, FeatureDim: f}
+	for _, i := range rows {
+		src.States = append(src.States, data.Offline.Obs[i*d:(i+1)*d]...)
+		src.Phi = append(src.Phi, data.Phi[i*f:(i+1)*f]...)
+		src.RE = append(src.RE, ck.Reward[i])
+	}
+	return src, src.Validate()
+}

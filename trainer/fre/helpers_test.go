@@ -1,0 +1,59 @@
+package fre
+
+import (
+	"math"
+	"math/rand/v2"
+
+	"github.com/dualforce/dualforce/skills"
+)
+
+// syntheticSource is n locomotion48 states on a curved 6-dimensional
+// manifold (as robot states are: far fewer degrees of freedom than numbers),
+// about unit scale (physical units: 0.3 per unit), phi = the standardised
+// joint positions, and an r_E that prefers one half-space, clipped like the
+// discriminator's.
+func syntheticSource(n int, seed uint64) *Source {
+	layout, err := skills.LayoutByName(skills.LayoutLocomotion48)
+	if err != nil {
+		panic(err)
+	}
+	d := layout.Dim()
+	rng := rand.New(rand.NewPCG(seed, 1))
+	src := &Source{Dim: d, Layout: layout, Normaliser: skills.IdentityStats(d), FeatureDim: skills.NumJoints,
+		States: make([]float32, n*d), Phi: make([]float32, n*skills.NumJoints), RE: make([]float32, n)}
+	for j := range src.Normaliser.Std {
+		src.Normaliser.Std[j] = 0.3
+	}
+	q, _ := layout.Field(skills.FieldJointPos)
+	const intrinsic = 6
+	mix := make([]float64, d*intrinsic)
+	for i := range mix {
+		mix[i] = rng.NormFloat64() / math.Sqrt(intrinsic)
+	}
+	h := make([]float64, intrinsic)
+	for i := range n {
+		for k := range h {
+			h[k] = rng.NormFloat64()
+		}
+		s := src.States[i*d : (i+1)*d]
+		for j := range s {
+			v := 0.0
+			for k, hk := range h {
+				v += mix[j*intrinsic+k] * hk
+			}
+			s[j] = float32(1.5*math.Tanh(v) + 0.05*rng.NormFloat64())
+		}
+		copy(src.Phi[i*skills.NumJoints:], s[q.Offset:q.Offset+q.Dim])
+		src.RE[i] = float32(min(max(3*math.Tanh(float64(s[0]+s[q.Offset]-0.5*s[5])), -6.9), 6.9))
+	}
+	return src
+}
+
+// smallConfig is a test-scale model and batch.
+func smallConfig() Config {
+	c := DefaultConfig()
+	c.Arch = Arch{StateWidth: 32, RewardWidth: 32, Bins: 32, Blocks: 2, Heads: 2, FFN: 128, Latent: 32, DecoderHidden: []int{128, 128, 128}}
+	c.Batch, c.LR, c.Anchors, c.Steps = 64, 1e-3, 64, 300
+	c.Prior.Linear, c.Prior.MLP = 10, 4
+	return c
+}

@@ -1,0 +1,133 @@
+package fre
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// testConfig is a model and schedule small enough for the test suite.
+func testConfig() Config {
+	c := DefaultConfig()
+	c.Arch = Arch{StateWidth: 16, RewardWidth: 16, Bins: 32, Blocks: 2, Heads: 2, FFN: 64, Latent: 16, DecoderHidden: []int{64, 64, 64}}
+	c.Batch, c.LR, c.Anchors, c.Steps = 32, 1e-3, 64, 600
+	c.Prior.Linear, c.Prior.MLP = 10, 4
+	return c
+}
+
+// TestPretrainingReconstructsHeldOutStates is the test-scale pre-training:
+// a small model on synthetic states must reconstruct rewards on held-out
+// states far better than their mean does (R^2 well above 0) and tell
+// unseen rewards apart far above chance.
+func TestPretrainingReconstructsHeldOutStates(t *testing.T) {
+	src := syntheticSource(3000, 1)
+	cfg := testConfig()
+	tr, err := NewTrainer(src, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := DefaultEvalConfig()
+	ev.DualForm, ev.NewLinear, ev.NewMLP, ev.Identify = 64, 10, 4, 64
+	start := time.Now()
+	for range cfg.Steps {
+		tr.Step()
+	}
+	t.Logf("%d steps in %v", cfg.Steps, time.Since(start))
+	rep := tr.Evaluate(ev)
+	for _, s := range append(rep.Seen, rep.Unseen...) {
+		t.Logf("%-10s %3d rewards: MSE %.4f R^2 %.3f", s.Family, s.Rewards, s.MSE, s.R2)
+	}
+	t.Logf("identification: %.3f of %d (chance %.3f)", rep.Identification, rep.IdentificationRewards, 1/float64(rep.IdentificationRewards))
+	for _, s := range rep.Seen {
+		if s.R2 < 0.5 {
+			t.Errorf("%s: held-out R^2 %.3f, want at least 0.5", s.Family, s.R2)
+		}
+	}
+	if rep.Identification < 0.3 {
+		t.Errorf("identification %.3f, want at least 0.3", rep.Identification)
+	}
+}
+
+func tinyRunConfig() Config {
+	c := DefaultConfig()
+	c.Arch = tinyArch()
+	c.Arch.Bins = 8
+	c.Batch, c.Tokens, c.Decode, c.Anchors, c.Steps = 4, 6, 3, 8, 7
+	c.Prior.Linear, c.Prior.MLP = 3, 2
+	return c
+}
+
+// An interrupted run resumed from its checkpoint ends with the same
+// parameters, bit for bit, as an uninterrupted one.
+func TestResumeIsBitIdentical(t *testing.T) {
+	src := syntheticSource(600, 2)
+	cfg := tinyRunConfig()
+	ev := EvalConfig{Decode: 4, DualForm: 4, Identify: 4, Seed: 1}
+	whole := t.TempDir()
+	if _, _, err := Train(context.Background(), src, cfg, Options{Dir: whole, CheckpointEvery: 2, Eval: ev}); err != nil {
+		t.Fatal(err)
+	}
+	parts := t.TempDir()
+	short := cfg
+	short.Steps = 3
+	if _, _, err := Train(context.Background(), src, short, Options{Dir: parts, CheckpointEvery: 2, Eval: ev}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Train(context.Background(), src, cfg, Options{Dir: parts, CheckpointEvery: 2, Eval: ev}); !errors.Is(err, ErrRunExists) {
+		t.Fatalf("second run without --resume: %v, want ErrRunExists", err)
+	}
+	other := cfg
+	other.LR *= 2
+	if _, _, err := Train(context.Background(), src, other, Options{Dir: parts, Resume: true, CheckpointEvery: 2, Eval: ev}); !errors.Is(err, ErrResumeMismatch) {
+		t.Fatalf("resume with another learning rate: %v, want ErrResumeMismatch", err)
+	}
+	if _, _, err := Train(context.Background(), syntheticSource(600, 3), cfg, Options{Dir: parts, Resume: true, CheckpointEvery: 2, Eval: ev}); !errors.Is(err, ErrResumeMismatch) {
+		t.Fatalf("resume on other states: %v, want ErrResumeMismatch", err)
+	}
+	if _, _, err := Train(context.Background(), src, cfg, Options{Dir: parts, Resume: true, CheckpointEvery: 2, Eval: ev}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := os.ReadFile(filepath.Join(whole, CheckpointFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(parts, CheckpointFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a, b) {
+		t.Fatal("resumed run's checkpoint differs from the uninterrupted run's")
+	}
+	ma, _ := os.ReadFile(filepath.Join(whole, MetricsFile))
+	mb, _ := os.ReadFile(filepath.Join(parts, MetricsFile))
+	if bytes.Count(ma, []byte("\n")) != cfg.Steps || bytes.Count(mb, []byte("\n")) != cfg.Steps {
+		t.Fatalf("metrics logs of %d and %d lines, want %d", bytes.Count(ma, []byte("\n")), bytes.Count(mb, []byte("\n")), cfg.Steps)
+	}
+	for _, f := range []string{LossesPlot, EvalFile} {
+		if _, err := os.Stat(filepath.Join(parts, f)); err != nil {
+			t.Errorf("run directory lacks %s: %v", f, err)
+		}
+	}
+}
+
+// A cancelled run leaves a checkpoint of its last step.
+func TestCancelledRunCheckpoints(t *testing.T) {
+	src := syntheticSource(600, 2)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	dir := t.TempDir()
+	if _, _, err := Train(ctx, src, tinyRunConfig(), Options{Dir: dir, CheckpointEvery: 100}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled run: %v", err)
+	}
+	ck, err := ReadCheckpoint(filepath.Join(dir, CheckpointFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ck.State.Adam.Steps != 0 {
+		t.Fatalf("checkpoint at step %d, want 0", ck.State.Adam.Steps)
+	}
+}
