@@ -1,0 +1,56 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dualforce/dualforce/trainer/datafile"
+	"github.com/dualforce/dualforce/trainer/fre"
+	"github.com/dualforce/dualforce/trainer/smodice/smodicetest"
+)
+
+// TestTrainFRE pre-trains a tiny encoder through the command line on the
+// discriminator of a SMODICE run, and checks that a SMODICE run of other
+// data is refused before any training.
+func TestTrainFRE(t *testing.T) {
+	dir := t.TempDir()
+	data := writeSynthetic(t, dir)
+	run := filepath.Join(dir, "smodice")
+	mustRun(t, "train", "smodice", "--offline", data, "--out", run, "--disc-steps", "20", "--iters", "1", "--batch", "64", "--quiet")
+
+	out := filepath.Join(dir, "fre")
+	tiny := []string{"train", "fre", "--offline", data, "--smodice", run, "--steps", "4", "--batch", "8", "--latent", "8",
+		"--width", "16", "--ffn", "16", "--decoder", "16", "--checkpoint-every", "2", "--quiet"}
+	stdout := mustRun(t, append(tiny, "--out", out)...)
+	t.Log(stdout)
+	for _, want := range []string{"step 4, reward scale", "held-out reconstruction, prior's rewards, hand_made", "identification of 200 unseen rewards"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	for _, f := range []string{fre.CheckpointFile, fre.MetricsFile, fre.LossesPlot, fre.EvalFile} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("run directory lacks %s", f)
+		}
+	}
+
+	// Another dataset of the same layout: its standardisation differs, so
+	// the SMODICE run's r_E does not belong to these states.
+	off, _ := smodicetest.Datasets(t, smodicetest.Small, 2)
+	other := filepath.Join(dir, "other.npz")
+	if err := datafile.WriteOffline(other, off); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := dualforce("train", "fre", "--offline", other, "--smodice", run, "--out", filepath.Join(dir, "fre2"), "--steps", "1", "--quiet")
+	if code != 1 || !strings.Contains(stderr, "another offline dataset") {
+		t.Fatalf("SMODICE run of other data: exit %d, %s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "fre2", fre.CheckpointFile)); err == nil {
+		t.Fatal("a refused run wrote a checkpoint")
+	}
+	if code, _, stderr := dualforce("train", "fre", "--offline", data, "--out", out); code != 2 || !strings.Contains(stderr, "--smodice") {
+		t.Fatalf("missing --smodice: exit %d, %s", code, stderr)
+	}
+}
