@@ -1,10 +1,8 @@
 package fre
 
 import (
-	"math"
 	"math/rand/v2"
 	"testing"
-	"time"
 
 	"github.com/dualforce/dualforce/trainer/internal/torchbench"
 	"github.com/dualforce/dualforce/trainer/nn"
@@ -22,39 +20,22 @@ import (
 // PyTorch, and go/torch, the ratio of the fastest steps (below 1: Go is
 // faster).
 func BenchmarkStep512(b *testing.B) {
-	for _, be := range []nn.Backend{nn.OpenBLAS, nn.PureGo} {
-		b.Run(be.String(), func(b *testing.B) {
-			prev := nn.CurrentBackend()
-			if err := nn.SetBackend(be); err != nil {
-				b.Skip(err)
-			}
-			defer func() { _ = nn.SetBackend(prev) }()
-			rng := rand.New(rand.NewPCG(4, 4))
-			a := DefaultArch(48)
-			m, err := NewModel[float32](a, 1)
-			if err != nil {
-				b.Fatal(err)
-			}
-			batch := randBatch[float32](rng, a, 512, 32, 8, true)
-			opt := nn.NewAdam[float32](len(m.Arena.Params()), 1e-4)
-			step := func() {
-				m.Arena.ZeroGrad()
-				m.Step(batch, 0.01)
-				opt.Step(m.Arena.Params(), m.Arena.Grads())
-			}
-			step()
-			fastest := time.Duration(math.MaxInt64)
-			b.ReportAllocs()
-			for b.Loop() {
-				start := time.Now()
-				step()
-				fastest = min(fastest, time.Since(start))
-			}
-			meanMs := float64(b.Elapsed().Microseconds()) / 1000 / float64(b.N)
-			minMs := float64(fastest.Microseconds()) / 1000
-			b.ReportMetric(meanMs, "ms/update")
-			b.ReportMetric(minMs, "min-ms/update")
-			torchbench.Compare(b, be.String(), meanMs, minMs, "../testdata/fre_bench.py", "--threads", "2", "--warmup", "2", "--iters", "5")
-		})
-	}
+	torchbench.EachBackend(b, func(b *testing.B, be nn.Backend) {
+		rng := rand.New(rand.NewPCG(4, 4))
+		a := DefaultArch(48)
+		m, err := NewModel[float32](a, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		batch := randBatch[float32](rng, a, 512, 32, 8, true)
+		opt := nn.NewAdam[float32](len(m.Arena.Params()), 1e-4)
+		step := func() {
+			m.Arena.ZeroGrad()
+			m.Step(batch, 0.01)
+			opt.Step(m.Arena.Params(), m.Arena.Grads())
+		}
+		step()
+		meanMs, minMs := torchbench.Measure(b, step)
+		torchbench.Compare(b, be.String(), meanMs, minMs, "../testdata/fre_bench.py", "--threads", "2", "--warmup", "2", "--iters", "5")
+	})
 }

@@ -48,12 +48,3 @@ func syntheticSource(n int, seed uint64) *Source {
 	}
 	return src
 }
-
-// smallConfig is a test-scale model and batch.
-func smallConfig() Config {
-	c := DefaultConfig()
-	c.Arch = Arch{StateWidth: 32, RewardWidth: 32, Bins: 32, Blocks: 2, Heads: 2, FFN: 128, Latent: 32, DecoderHidden: []int{128, 128, 128}}
-	c.Batch, c.LR, c.Anchors, c.Steps = 64, 1e-3, 64, 300
-	c.Prior.Linear, c.Prior.MLP = 10, 4
-	return c
-}

@@ -78,13 +78,12 @@ func Bin(r float32, bins int) int32 {
 }
 
 type block[T nn.Float] struct {
-	ln1       *nn.LayerNorm[T]
-	attn      *nn.SetAttention[T]
-	ln2       *nn.LayerNorm[T]
-	ffn1      *nn.Linear[T]
-	gelu      nn.GELU[T]
-	ffn2      *nn.Linear[T]
-	attnInput []T // ln1's output, kept for the attention's backward
+	ln1  *nn.LayerNorm[T]
+	attn *nn.SetAttention[T]
+	ln2  *nn.LayerNorm[T]
+	ffn1 *nn.Linear[T]
+	gelu nn.GELU[T]
+	ffn2 *nn.Linear[T]
 }
 
 type decLayer[T nn.Float] struct {
@@ -113,7 +112,6 @@ type Model[T nn.Float] struct {
 	sets, tokens int
 	x, dx        []T // residual stream and its gradient, rows x Width
 	split        []T // one half of a token's gradient, made contiguous
-	ff           []T
 	dPool        []T
 	decIn        []T
 	dMean, dLS   []T

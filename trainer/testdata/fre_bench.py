@@ -11,16 +11,11 @@ Exits with status 3 if torch cannot be imported.
 """
 
 import argparse
-import json
-import sys
-import time
 
-try:
-    import torch
-    from torch import nn
-except ImportError as exc:  # the Go benchmark skips the comparison on status 3
-    print(f"torch unavailable: {exc}", file=sys.stderr)
-    sys.exit(3)
+from torchtiming import report, require_torch
+
+torch = require_torch()
+nn = torch.nn
 
 
 class Block(nn.Module):
@@ -104,19 +99,7 @@ def main():
         loss.backward()
         opt.step()
 
-    for _ in range(args.warmup):
-        update()
-    times = []
-    for _ in range(args.iters):
-        start = time.perf_counter()
-        update()
-        times.append((time.perf_counter() - start) * 1000)
-    print(json.dumps({
-        "ms_per_update": sum(times) / len(times),
-        "min_ms": min(times),
-        "torch": torch.__version__,
-        "threads": torch.get_num_threads(),
-    }))
+    report(torch, update, args.warmup, args.iters)
 
 
 if __name__ == "__main__":
