@@ -28,7 +28,7 @@ from the discriminator of the SMODICE run in --smodice (same offline dataset). E
 normalised as clip(r / scale, -1, 1), one scale stored with the encoder. Writes into DIR:
   metrics.jsonl    one JSON line per step (reconstruction MSE, KL, total loss, seconds)
   losses.png       reconstruction, KL and total loss
-  checkpoint.ckpt  written atomically every --checkpoint-every steps and on Ctrl-C
+  checkpoint.npz   written atomically every --checkpoint-every steps and on Ctrl-C
   eval.json        held-out reconstruction per reward family (MSE, R^2 on states never
                    used in training) and identification of unseen rewards
 
@@ -45,7 +45,7 @@ func runTrainFRE(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	smodiceRun := fs.String("smodice", "", "SMODICE run directory (or its checkpoint file) whose discriminator gives r_E (required)")
 	out := fs.String("out", "", "run directory (required)")
 	task := fs.String("task", "", "task the data must be for: locomotion or navigation (default: the dataset's)")
-	steps := fs.Int("steps", def.Steps, "training steps")
+	steps := fs.Int("steps", def.Run.Iterations, "training steps")
 	batch := fs.Int("batch", def.Batch, "rewards per step")
 	latent := fs.Int("latent", def.Arch.Latent, "latent size")
 	width := fs.Int("width", def.Arch.Width(), "transformer width (half state embedding, half reward embedding)")
@@ -54,7 +54,7 @@ func runTrainFRE(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	lr := fs.Float64("lr", def.LR, "Adam learning rate")
 	pool := fs.Int("pool", 200000, "at most this many offline states (a random subset) carry the prior")
 	seed := fs.Uint64("seed", def.Seed, "seed of every random choice")
-	every := fs.Int("checkpoint-every", 500, "steps between checkpoints")
+	every := fs.Int("checkpoint-every", def.Run.CheckpointEvery, "steps between checkpoints")
 	resume := fs.Bool("resume", false, "continue the run in --out from its checkpoint")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	if err := parseFlags(fs, args, 0); err != nil {
@@ -68,7 +68,8 @@ func runTrainFRE(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			*steps, *batch, *every, *pool, *latent, *width, *ffn, *decoder)
 	}
 	cfg := def
-	cfg.Steps, cfg.Batch, cfg.LR, cfg.Seed = *steps, *batch, *lr, *seed
+	cfg.Run = trainrun.Settings{Iterations: *steps, CheckpointEvery: *every}
+	cfg.Batch, cfg.LR, cfg.Seed = *batch, *lr, *seed
 	cfg.Arch.Latent, cfg.Arch.StateWidth, cfg.Arch.RewardWidth, cfg.Arch.FFN = *latent, *width/2, *width/2, *ffn
 	cfg.Arch.DecoderHidden = []int{*decoder, *decoder, *decoder}
 	if err := cfg.Validate(); err != nil {
@@ -79,17 +80,17 @@ func runTrainFRE(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "data: %d states (of the offline set), layout %s, %d features\n", src.Len(), src.Layout.Name, src.FeatureDim)
+	fmt.Fprintf(stdout, "data: %d states (of the offline set), layout %s, %d features\n", src.Len(), src.Contract.Layout.Name, src.FeatureDim)
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	start := time.Now()
 	tr, rep, err := fre.Train(ctx, src, cfg, fre.Options{
-		Dir: *out, Resume: *resume, CheckpointEvery: *every, Eval: fre.DefaultEvalConfig(),
-		Progress: stderr, Quiet: *quiet, Logger: log,
+		Options: trainrun.Options{Dir: *out, Resume: *resume, Progress: stderr, Quiet: *quiet, Logger: log},
+		Eval:    fre.DefaultEvalConfig(),
 	})
 	if tr != nil && errors.Is(err, context.Canceled) {
 		fmt.Fprintf(stdout, "interrupted after step %d; checkpoint in %s (continue with --resume)\n", tr.Steps(), *out)
 	}
-	if errors.Is(err, fre.ErrRunExists) {
+	if errors.Is(err, trainrun.ErrRunExists) {
 		return fmt.Errorf("%w (pass --resume to continue that run, or choose another --out)", err)
 	}
 	if err != nil {
@@ -153,7 +154,7 @@ func loadFRESource(task, offline, run string, pool int, seed uint64) (*fre.Sourc
 	n, d, f := data.Offline.Len(), data.Offline.ObsDim, data.FeatureDim
 	rows := rand.New(rand.NewPCG(seed, 0x9001)).Perm(n)[:min(n, pool)]
 	slices.Sort(rows)
-	src := &fre.Source{Dim: d, Layout: c.Layout, Normaliser: c.Normaliser, FeatureDim: f}
+	src := &fre.Source{Task: data.Task, Contract: c, Dim: d, FeatureDim: f}
 	for _, i := range rows {
 		src.States = append(src.States, data.Offline.Obs[i*d:(i+1)*d]...)
 		src.Phi = append(src.Phi, data.Phi[i*f:(i+1)*f]...)

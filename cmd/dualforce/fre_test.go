@@ -7,8 +7,9 @@ import (
 	"testing"
 
 	"github.com/dualforce/dualforce/trainer/datafile"
+	"github.com/dualforce/dualforce/trainer/datafile/datafiletest"
 	"github.com/dualforce/dualforce/trainer/fre"
-	"github.com/dualforce/dualforce/trainer/smodice/smodicetest"
+	trainrun "github.com/dualforce/dualforce/trainer/run"
 )
 
 // TestTrainFRE pre-trains a tiny encoder through the command line on the
@@ -30,7 +31,7 @@ func TestTrainFRE(t *testing.T) {
 			t.Errorf("output lacks %q", want)
 		}
 	}
-	for _, f := range []string{fre.CheckpointFile, fre.MetricsFile, fre.LossesPlot, fre.EvalFile} {
+	for _, f := range []string{trainrun.CheckpointFile, trainrun.MetricsFile, fre.LossesPlot, fre.EvalFile} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Errorf("run directory lacks %s", f)
 		}
@@ -38,7 +39,7 @@ func TestTrainFRE(t *testing.T) {
 
 	// Another dataset of the same layout: its standardisation differs, so
 	// the SMODICE run's r_E does not belong to these states.
-	off, _ := smodicetest.Datasets(t, smodicetest.Small, 2)
+	off, _ := datafiletest.Datasets(t, datafiletest.Small, 2)
 	other := filepath.Join(dir, "other.npz")
 	if err := datafile.WriteOffline(other, off); err != nil {
 		t.Fatal(err)
@@ -47,7 +48,7 @@ func TestTrainFRE(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "another offline dataset") {
 		t.Fatalf("SMODICE run of other data: exit %d, %s", code, stderr)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "fre2", fre.CheckpointFile)); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, "fre2", trainrun.CheckpointFile)); err == nil {
 		t.Fatal("a refused run wrote a checkpoint")
 	}
 	if code, _, stderr := dualforce("train", "fre", "--offline", data, "--out", out); code != 2 || !strings.Contains(stderr, "--smodice") {

@@ -152,7 +152,7 @@ func f64(x []float32) []float64 {
 func TestExportFollowsTheContract(t *testing.T) {
 	src := syntheticSource(2000, 5)
 	cfg := DefaultConfig()
-	cfg.Batch, cfg.Steps = 8, 0
+	cfg.Batch = 8
 	tr, err := NewTrainer(src, cfg)
 	if err != nil {
 		t.Fatal(err)

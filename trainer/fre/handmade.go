@@ -20,9 +20,9 @@ type handMadeFeature func(raw []float32) float64
 // no base height, so heights are read from the joints.
 func handMade(src *Source) ([]Reward, error) {
 	field := func(name string) (int, error) {
-		f, ok := src.Layout.Field(name)
+		f, ok := src.Contract.Layout.Field(name)
 		if !ok {
-			return 0, fmt.Errorf("%w: layout %q has no field %q for the hand-made rewards", ErrSource, src.Layout.Name, name)
+			return 0, fmt.Errorf("%w: layout %q has no field %q for the hand-made rewards", ErrSource, src.Contract.Layout.Name, name)
 		}
 		return f.Offset, nil
 	}
@@ -83,13 +83,14 @@ func handMade(src *Source) ([]Reward, error) {
 	}
 	n, d := src.Len(), src.Dim
 	raw := make([]float32, d)
+	norm := src.Contract.Normaliser
 	out := make([]Reward, len(specs))
 	for k, sp := range specs {
 		out[k] = Reward{Family: HandMade, Name: sp.name, table: make([]float32, n)}
 	}
 	for i := range n {
 		for j, v := range src.States[i*d : (i+1)*d] {
-			raw[j] = v*max(src.Normaliser.Std[j], src.Normaliser.Epsilon) + src.Normaliser.Mean[j]
+			raw[j] = v*max(norm.Std[j], norm.Epsilon) + norm.Mean[j]
 		}
 		for k, sp := range specs {
 			out[k].table[i] = float32(sp.f(raw))

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/dualforce/dualforce/skills"
+	"github.com/dualforce/dualforce/trainer/prep"
 )
 
 // syntheticSource is n locomotion48 states on a curved 6-dimensional
@@ -13,16 +14,17 @@ import (
 // joint positions, and an r_E that prefers one half-space, clipped like the
 // discriminator's.
 func syntheticSource(n int, seed uint64) *Source {
-	layout, err := skills.LayoutByName(skills.LayoutLocomotion48)
+	c, err := skills.NewContract(skills.Locomotion48())
 	if err != nil {
 		panic(err)
 	}
+	layout := c.Layout
 	d := layout.Dim()
 	rng := rand.New(rand.NewPCG(seed, 1))
-	src := &Source{Dim: d, Layout: layout, Normaliser: skills.IdentityStats(d), FeatureDim: skills.NumJoints,
+	src := &Source{Task: prep.TaskLocomotion, Contract: c, Dim: d, FeatureDim: skills.NumJoints,
 		States: make([]float32, n*d), Phi: make([]float32, n*skills.NumJoints), RE: make([]float32, n)}
-	for j := range src.Normaliser.Std {
-		src.Normaliser.Std[j] = 0.3
+	for j := range c.Normaliser.Std {
+		c.Normaliser.Std[j] = 0.3
 	}
 	q, _ := layout.Field(skills.FieldJointPos)
 	const intrinsic = 6

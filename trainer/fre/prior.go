@@ -9,18 +9,21 @@ import (
 
 	"github.com/dualforce/dualforce/skills"
 	"github.com/dualforce/dualforce/trainer/nn"
+	"github.com/dualforce/dualforce/trainer/prep"
 )
 
 // Source is what the reward prior is a function of: a pool of D_O states,
 // standardised, with their diversity features and imitation reward.
 type Source struct {
-	// States is N x Dim, standardised with Normaliser.
+	// Task is the task the data were collected for; Contract is the data's
+	// contract (prep.Data.Contract): its layout names the fields of a state
+	// and its normaliser, fitted on D_O, undoes the standardisation for the
+	// hand-made rewards, which read physical units.
+	Task     string
+	Contract skills.Contract
+	// States is N x Dim, standardised with the contract's normaliser.
 	States []float32
 	Dim    int
-	// Layout names the fields of a state; Normaliser undoes the
-	// standardisation for the hand-made rewards, which read physical units.
-	Layout     skills.Layout
-	Normaliser skills.Stats
 	// Phi is N x FeatureDim, the standardised diversity features phi(s).
 	Phi        []float32
 	FeatureDim int
@@ -38,17 +41,22 @@ var ErrSource = errors.New("fre: bad reward source")
 // Validate checks shapes and values.
 func (s *Source) Validate() error {
 	n := s.Len()
+	if err := s.Contract.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrSource, err)
+	}
+	if err := prep.CheckTask(s.Task, s.Contract); err != nil {
+		return fmt.Errorf("%w: %w", ErrSource, err)
+	}
+	l := s.Contract.Layout
 	switch {
 	case n < 2:
 		return fmt.Errorf("%w: %d states", ErrSource, n)
-	case s.Dim != s.Layout.Dim():
-		return fmt.Errorf("%w: %d-wide states, layout %q is %d wide", ErrSource, s.Dim, s.Layout.Name, s.Layout.Dim())
+	case s.Dim != l.Dim():
+		return fmt.Errorf("%w: %d-wide states, layout %q is %d wide", ErrSource, s.Dim, l.Name, l.Dim())
 	case len(s.States) != n*s.Dim:
 		return fmt.Errorf("%w: %d state values for %d states of %d", ErrSource, len(s.States), n, s.Dim)
 	case s.FeatureDim <= 0 || len(s.Phi) != n*s.FeatureDim:
 		return fmt.Errorf("%w: %d feature values for %d states of %d features", ErrSource, len(s.Phi), n, s.FeatureDim)
-	case len(s.Normaliser.Mean) != s.Dim || len(s.Normaliser.Std) != s.Dim:
-		return fmt.Errorf("%w: normaliser for %d/%d dimensions, states have %d", ErrSource, len(s.Normaliser.Mean), len(s.Normaliser.Std), s.Dim)
 	}
 	for _, a := range []struct {
 		name string

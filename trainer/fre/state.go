@@ -51,8 +51,8 @@ func (s *Source) Digest() [sha256.Size]byte {
 		binary.LittleEndian.PutUint64(b[:], uint64(v))
 		h.Write(b[:])
 	}
-	h.Write([]byte(s.Layout.Name))
-	for _, a := range [][]float32{s.States, s.Phi, s.RE, s.Normaliser.Mean, s.Normaliser.Std} {
+	h.Write([]byte(s.Task + "\x00" + s.Contract.Layout.Name))
+	for _, a := range [][]float32{s.States, s.Phi, s.RE, s.Contract.Normaliser.Mean, s.Contract.Normaliser.Std} {
 		buf := make([]byte, 4*len(a))
 		for i, v := range a {
 			binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(v))

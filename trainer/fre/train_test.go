@@ -8,13 +8,16 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/dualforce/dualforce/trainer/checkpoint"
+	"github.com/dualforce/dualforce/trainer/run"
 )
 
 // testConfig is a model and schedule small enough for the test suite.
 func testConfig() Config {
 	c := DefaultConfig()
 	c.Arch = Arch{StateWidth: 16, RewardWidth: 16, Bins: 32, Blocks: 2, Heads: 2, FFN: 64, Latent: 16, DecoderHidden: []int{64, 64, 64}}
-	c.Batch, c.LR, c.Anchors, c.Steps = 32, 1e-3, 64, 800
+	c.Batch, c.LR, c.Anchors, c.Run.Iterations = 32, 1e-3, 64, 800
 	c.Prior.Linear, c.Prior.MLP = 10, 4
 	return c
 }
@@ -34,10 +37,10 @@ func TestPretrainingReconstructsHeldOutStates(t *testing.T) {
 	ev := DefaultEvalConfig()
 	ev.DualForm, ev.NewLinear, ev.NewMLP, ev.Identify = 64, 10, 4, 64
 	start := time.Now()
-	for range cfg.Steps {
+	for range cfg.Run.Iterations {
 		tr.Step()
 	}
-	t.Logf("%d steps in %v", cfg.Steps, time.Since(start))
+	t.Logf("%d steps in %v", cfg.Run.Iterations, time.Since(start))
 	rep := tr.Evaluate(ev)
 	for _, s := range append(rep.Seen, rep.Unseen...) {
 		t.Logf("%-10s %3d rewards: MSE %.4f R^2 %.3f", s.Family, s.Rewards, s.MSE, s.R2)
@@ -57,7 +60,8 @@ func tinyRunConfig() Config {
 	c := DefaultConfig()
 	c.Arch = tinyArch()
 	c.Arch.Bins = 8
-	c.Batch, c.Tokens, c.Decode, c.Anchors, c.Steps = 4, 6, 3, 8, 7
+	c.Batch, c.Tokens, c.Decode, c.Anchors = 4, 6, 3, 8
+	c.Run = run.Settings{Iterations: 7, CheckpointEvery: 2}
 	c.Prior.Linear, c.Prior.MLP = 3, 2
 	return c
 }
@@ -69,44 +73,44 @@ func TestResumeIsBitIdentical(t *testing.T) {
 	cfg := tinyRunConfig()
 	ev := EvalConfig{Decode: 4, DualForm: 4, Identify: 4, Seed: 1}
 	whole := t.TempDir()
-	if _, _, err := Train(context.Background(), src, cfg, Options{Dir: whole, CheckpointEvery: 2, Eval: ev}); err != nil {
+	if _, _, err := Train(context.Background(), src, cfg, Options{Options: run.Options{Dir: whole}, Eval: ev}); err != nil {
 		t.Fatal(err)
 	}
 	parts := t.TempDir()
 	short := cfg
-	short.Steps = 3
-	if _, _, err := Train(context.Background(), src, short, Options{Dir: parts, CheckpointEvery: 2, Eval: ev}); err != nil {
+	short.Run.Iterations = 3
+	if _, _, err := Train(context.Background(), src, short, Options{Options: run.Options{Dir: parts}, Eval: ev}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := Train(context.Background(), src, cfg, Options{Dir: parts, CheckpointEvery: 2, Eval: ev}); !errors.Is(err, ErrRunExists) {
+	if _, _, err := Train(context.Background(), src, cfg, Options{Options: run.Options{Dir: parts}, Eval: ev}); !errors.Is(err, run.ErrRunExists) {
 		t.Fatalf("second run without --resume: %v, want ErrRunExists", err)
 	}
 	other := cfg
 	other.LR *= 2
-	if _, _, err := Train(context.Background(), src, other, Options{Dir: parts, Resume: true, CheckpointEvery: 2, Eval: ev}); !errors.Is(err, ErrResumeMismatch) {
+	if _, _, err := Train(context.Background(), src, other, Options{Options: run.Options{Dir: parts, Resume: true}, Eval: ev}); !errors.Is(err, run.ErrResumeMismatch) {
 		t.Fatalf("resume with another learning rate: %v, want ErrResumeMismatch", err)
 	}
-	if _, _, err := Train(context.Background(), syntheticSource(600, 3), cfg, Options{Dir: parts, Resume: true, CheckpointEvery: 2, Eval: ev}); !errors.Is(err, ErrResumeMismatch) {
+	if _, _, err := Train(context.Background(), syntheticSource(600, 3), cfg, Options{Options: run.Options{Dir: parts, Resume: true}, Eval: ev}); !errors.Is(err, run.ErrResumeMismatch) {
 		t.Fatalf("resume on other states: %v, want ErrResumeMismatch", err)
 	}
-	if _, _, err := Train(context.Background(), src, cfg, Options{Dir: parts, Resume: true, CheckpointEvery: 2, Eval: ev}); err != nil {
+	if _, _, err := Train(context.Background(), src, cfg, Options{Options: run.Options{Dir: parts, Resume: true}, Eval: ev}); err != nil {
 		t.Fatal(err)
 	}
-	a, err := os.ReadFile(filepath.Join(whole, CheckpointFile))
+	a, err := os.ReadFile(filepath.Join(whole, run.CheckpointFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(filepath.Join(parts, CheckpointFile))
+	b, err := os.ReadFile(filepath.Join(parts, run.CheckpointFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(a, b) {
 		t.Fatal("resumed run's checkpoint differs from the uninterrupted run's")
 	}
-	ma, _ := os.ReadFile(filepath.Join(whole, MetricsFile))
-	mb, _ := os.ReadFile(filepath.Join(parts, MetricsFile))
-	if bytes.Count(ma, []byte("\n")) != cfg.Steps || bytes.Count(mb, []byte("\n")) != cfg.Steps {
-		t.Fatalf("metrics logs of %d and %d lines, want %d", bytes.Count(ma, []byte("\n")), bytes.Count(mb, []byte("\n")), cfg.Steps)
+	ma, _ := os.ReadFile(filepath.Join(whole, run.MetricsFile))
+	mb, _ := os.ReadFile(filepath.Join(parts, run.MetricsFile))
+	if bytes.Count(ma, []byte("\n")) != cfg.Run.Iterations || bytes.Count(mb, []byte("\n")) != cfg.Run.Iterations {
+		t.Fatalf("metrics logs of %d and %d lines, want %d", bytes.Count(ma, []byte("\n")), bytes.Count(mb, []byte("\n")), cfg.Run.Iterations)
 	}
 	for _, f := range []string{LossesPlot, EvalFile} {
 		if _, err := os.Stat(filepath.Join(parts, f)); err != nil {
@@ -121,14 +125,14 @@ func TestCancelledRunCheckpoints(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	dir := t.TempDir()
-	if _, _, err := Train(ctx, src, tinyRunConfig(), Options{Dir: dir, CheckpointEvery: 100}); !errors.Is(err, context.Canceled) {
+	if _, _, err := Train(ctx, src, tinyRunConfig(), Options{Options: run.Options{Dir: dir}}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled run: %v", err)
 	}
-	ck, err := ReadCheckpoint(filepath.Join(dir, CheckpointFile))
+	ck, err := checkpoint.Read(filepath.Join(dir, run.CheckpointFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ck.State.Adam.Steps != 0 {
-		t.Fatalf("checkpoint at step %d, want 0", ck.State.Adam.Steps)
+	if ck.Algorithm != Algorithm || ck.Iteration != 0 {
+		t.Fatalf("checkpoint of %s at step %d, want %s at 0", ck.Algorithm, ck.Iteration, Algorithm)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/dualforce/dualforce/trainer/nn"
+	"github.com/dualforce/dualforce/trainer/run"
 )
 
 // Config sets up FRE pre-training. DefaultConfig gives the project's values.
@@ -21,7 +22,8 @@ type Config struct {
 	Tokens   int     `json:"tokens"`
 	Decode   int     `json:"decode"`
 	KLWeight float64 `json:"kl_weight"`
-	Steps    int     `json:"steps"`
+	// Run is how many steps to take and how often to checkpoint.
+	Run run.Settings `json:"-"`
 	// HoldOut is the fraction of the source's states never used in
 	// training: evaluation encodes and decodes on them.
 	HoldOut float64 `json:"hold_out"`
@@ -32,7 +34,8 @@ type Config struct {
 }
 
 // DefaultConfig is the reference's model and schedule (Adam 1e-4, batch
-// 512 rewards of 32 encode and 8 decode pairs) with 10% of the states held
+// 512 rewards of 32 encode and 8 decode pairs, 150000 steps; checkpoints
+// every 500) with 10% of the states held
 // out and 1024 anchors, and a KL weight of 0.001 instead of the reference's
 // 0.01: on rewards normalised into [-1, 1] the reconstruction error is
 // small, and at 0.01 the KL term holds the latent to about 3 nats, too
@@ -42,7 +45,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Arch: DefaultArch(0), Prior: DefaultPriorConfig(), LR: 1e-4, Batch: 512, Tokens: 32, Decode: 8,
-		KLWeight: 0.001, Steps: 150000, HoldOut: 0.1, Anchors: 1024, Seed: 1,
+		KLWeight: 0.001, Run: run.Settings{Iterations: 150000, CheckpointEvery: 500}, HoldOut: 0.1, Anchors: 1024, Seed: 1,
 	}
 }
 
@@ -59,12 +62,13 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: batch %d of %d encode and %d decode pairs", ErrConfig, c.Batch, c.Tokens, c.Decode)
 	case !(c.KLWeight >= 0) || math.IsInf(c.KLWeight, 0):
 		return fmt.Errorf("%w: KL weight %v", ErrConfig, c.KLWeight)
-	case c.Steps < 0:
-		return fmt.Errorf("%w: %d steps", ErrConfig, c.Steps)
 	case !(c.HoldOut > 0 && c.HoldOut < 1):
 		return fmt.Errorf("%w: hold-out fraction %v, want in (0, 1)", ErrConfig, c.HoldOut)
 	case c.Anchors <= 0:
 		return fmt.Errorf("%w: %d anchors", ErrConfig, c.Anchors)
+	}
+	if err := c.Run.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return c.Prior.validate()
 }
