@@ -156,3 +156,34 @@ func TestStepDoesNotAllocate(t *testing.T) {
 		t.Fatalf("a step allocates %v times", n)
 	}
 }
+
+// The float32 model (training) computes what the float64 model (gradient
+// checks) does, to float32 rounding.
+func TestFloat32MatchesFloat64(t *testing.T) {
+	a := DefaultArch(12)
+	m32, _ := NewModel[float32](a, 5)
+	m64, _ := NewModel[float64](a, 5)
+	rng := rand.New(rand.NewPCG(6, 6))
+	b64 := randBatch[float64](rng, a, 4, 32, 8, true)
+	b32 := &Batch[float32]{Sets: 4, Tokens: 32, Decode: 8, EncBins: b64.EncBins,
+		EncStates: to32(b64.EncStates), DecStates: to32(b64.DecStates), DecRewards: to32(b64.DecRewards), Noise: to32(b64.Noise)}
+	l32, l64 := m32.Step(b32, 0.01), m64.Step(b64, 0.01)
+	mean32, _ := m32.Encode(b32.EncStates, b32.EncBins, 4, 32)
+	mean64, _ := m64.Encode(b64.EncStates, b64.EncBins, 4, 32)
+	worst := 0.0
+	for i := range mean64 {
+		worst = max(worst, math.Abs(float64(mean32[i])-mean64[i]))
+	}
+	t.Logf("latent: largest float32 error %.2e; loss %.6f (float32) vs %.6f", worst, l32.Total, l64.Total)
+	if worst > 1e-5 || math.Abs(l32.Total-l64.Total) > 1e-5*max(1, l64.Total) {
+		t.Fatalf("float32 and float64 models disagree: latent by %g, loss %v vs %v", worst, l32.Total, l64.Total)
+	}
+}
+
+func to32(x []float64) []float32 {
+	out := make([]float32, len(x))
+	for i, v := range x {
+		out[i] = float32(v)
+	}
+	return out
+}
