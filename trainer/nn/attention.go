@@ -69,9 +69,9 @@ func softmaxRows[T Float](p []T, n int) {
 		}
 		sum := 0.0
 		for j, v := range row {
-			e := math.Exp(float64(v - m))
-			row[j] = T(e)
-			sum += e
+			e := expT(v - m)
+			row[j] = e
+			sum += float64(e)
 		}
 		inv := T(1 / sum)
 		for j := range row {

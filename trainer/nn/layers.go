@@ -140,10 +140,10 @@ func (n *LayerNorm[T]) Backward(dy []T) []T {
 	return n.dx
 }
 
-// tanhViaExp is tanh(u) = 1 - 2 / (e^{2u} + 1), one exponential: cheaper
-// than math.Tanh and exact to float64 rounding; it saturates cleanly (e^{2u}
-// overflows to +Inf, giving 1).
-func tanhViaExp(u float64) float64 { return 1 - 2/(math.Exp(2*u)+1) }
+// tanhViaExp is tanh(u) = 1 - 2 / (e^{2u} + 1), one exponential (expT: the
+// fast float32 one in training); it saturates cleanly (e^{2u} overflows to
+// +Inf, giving 1).
+func tanhViaExp[T Float](u T) T { return 1 - 2/(expT(2*u)+1) }
 
 // sqrt(2/pi), the scale of GELU's tanh approximation.
 var geluC = math.Sqrt(2 / math.Pi)
@@ -157,9 +157,9 @@ type GELU[T Float] struct {
 // Forward applies GELU element-wise; x must stay unchanged until Backward.
 func (g *GELU[T]) Forward(x []T) []T {
 	g.x, g.y = x, grow(g.y, len(x))
-	for i, v := range x {
-		f := float64(v)
-		g.y[i] = T(0.5 * f * (1 + tanhViaExp(geluC*(f+0.044715*f*f*f))))
+	c := T(geluC)
+	for i, f := range x {
+		g.y[i] = 0.5 * f * (1 + tanhViaExp(c*(f+0.044715*f*f*f)))
 	}
 	return g.y
 }
@@ -167,11 +167,10 @@ func (g *GELU[T]) Forward(x []T) []T {
 // Backward returns dL/dx for dy.
 func (g *GELU[T]) Backward(dy []T) []T {
 	g.dx = grow(g.dx, len(g.x))
-	for i, v := range g.x {
-		f := float64(v)
-		t := tanhViaExp(geluC * (f + 0.044715*f*f*f))
-		d := 0.5*(1+t) + 0.5*f*(1-t*t)*geluC*(1+3*0.044715*f*f)
-		g.dx[i] = T(float64(dy[i]) * d)
+	c := T(geluC)
+	for i, f := range g.x {
+		t := tanhViaExp(c * (f + 0.044715*f*f*f))
+		g.dx[i] = dy[i] * (0.5*(1+t) + 0.5*f*(1-t*t)*c*(1+3*0.044715*f*f))
 	}
 	return g.dx
 }
@@ -183,11 +182,11 @@ type Mish[T Float] struct {
 
 // mishParts returns tanh(softplus(x)) and sigmoid(x) from one exponential:
 // with e = e^x, tanh(log(1+e)) = e(e+2) / (e(e+2) + 2).
-func mishParts(x float64) (t, sig float64) {
+func mishParts[T Float](x T) (t, sig T) {
 	if x > 20 { // t and sig are 1 to float64 precision; e(e+2) would overflow later
 		return 1, 1
 	}
-	e := math.Exp(x)
+	e := expT(x)
 	n := e * (e + 2)
 	return n / (n + 2), e / (1 + e)
 }
@@ -196,8 +195,8 @@ func mishParts(x float64) (t, sig float64) {
 func (m *Mish[T]) Forward(x []T) []T {
 	m.x, m.y = x, grow(m.y, len(x))
 	for i, v := range x {
-		t, _ := mishParts(float64(v))
-		m.y[i] = T(float64(v) * t)
+		t, _ := mishParts(v)
+		m.y[i] = v * t
 	}
 	return m.y
 }
@@ -206,9 +205,8 @@ func (m *Mish[T]) Forward(x []T) []T {
 func (m *Mish[T]) Backward(dy []T) []T {
 	m.dx = grow(m.dx, len(m.x))
 	for i, v := range m.x {
-		f := float64(v)
-		t, sig := mishParts(f)
-		m.dx[i] = T(float64(dy[i]) * (t + f*(1-t*t)*sig))
+		t, sig := mishParts(v)
+		m.dx[i] = dy[i] * (t + v*(1-t*t)*sig)
 	}
 	return m.dx
 }
