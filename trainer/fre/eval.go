@@ -3,6 +3,8 @@ package fre
 import (
 	"math"
 	"math/rand/v2"
+
+	"github.com/dualforce/dualforce/skills"
 )
 
 // EvalConfig sizes an evaluation. Every state it encodes or decodes is a
@@ -154,7 +156,7 @@ func (t *Trainer) identify(rewards []Reward, rng *rand.Rand) float64 {
 			a = append(a, mean...)
 			bins := make([]int32, len(bt.DecRewards))
 			for i, v := range bt.DecRewards {
-				bins[i] = Bin(v, t.cfg.Arch.Bins)
+				bins[i] = int32(skills.RewardBin(v, 1, t.cfg.Arch.Bins)) // v is normalised already
 			}
 			mean, _ = t.model.Encode(bt.DecStates, bins, bt.Sets, bt.Decode)
 			b = append(b, mean...)

@@ -63,20 +63,6 @@ func (a Arch) Validate() error {
 	return nil
 }
 
-// Bin maps a normalised reward in [-1, 1] to its embedding row:
-// clip(floor((r/2 + 0.5) * bins), 0, bins-1), computed in float32 as the
-// on-robot encoder does, so both pick the same row at every boundary.
-func Bin(r float32, bins int) int32 {
-	f := float32(math.Floor(float64((r/2 + 0.5) * float32(bins))))
-	switch {
-	case !(f >= 0): // also NaN
-		return 0
-	case f >= float32(bins):
-		return int32(bins - 1)
-	}
-	return int32(f)
-}
-
 type block[T nn.Float] struct {
 	ln1  *nn.LayerNorm[T]
 	attn *nn.SetAttention[T]
@@ -171,7 +157,7 @@ func grow[T nn.Float](s []T, n int) []T {
 }
 
 // Encode runs the encoder on sets sets of tokens (state, bin) pairs: states
-// is sets*tokens x StateDim, bins sets*tokens ids from Bin. It returns the
+// is sets*tokens x StateDim, bins sets*tokens ids from skills.RewardBin. It returns the
 // posterior mean and log-std (sets x Latent each), views valid until the
 // next call. Inputs must stay unchanged until Backward.
 func (m *Model[T]) Encode(states []T, bins []int32, sets, tokens int) (mean, logStd []T) {

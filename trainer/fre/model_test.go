@@ -107,21 +107,6 @@ func TestEncoderIsPermutationInvariant(t *testing.T) {
 	}
 }
 
-func TestBin(t *testing.T) {
-	tests := []struct {
-		r    float32
-		want int32
-	}{
-		{-1, 0}, {-2, 0}, {float32(math.NaN()), 0}, {-0.9999, 0}, {-1 + 2.0/32, 1}, {0, 16}, {-1e-7, 15},
-		{0.999, 31}, {1, 31}, {5, 31}, {float32(math.Inf(-1)), 0}, {float32(math.Inf(1)), 31},
-	}
-	for _, tc := range tests {
-		if got := Bin(tc.r, 32); got != tc.want {
-			t.Errorf("Bin(%v) = %d, want %d", tc.r, got, tc.want)
-		}
-	}
-}
-
 func TestArchValidate(t *testing.T) {
 	bad := []func(*Arch){
 		func(a *Arch) { a.Heads = 3 },

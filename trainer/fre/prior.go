@@ -180,7 +180,8 @@ type Prior struct {
 }
 
 // Normalise maps a raw reward into [-1, 1]: clip(r/scale, -1, 1) in float32,
-// the rule of the on-robot encoder.
+// the rule of the on-robot encoder (skills.RewardBin bins the same value):
+// the decoder's targets.
 func Normalise(r, scale float32) float32 { return min(max(r/scale, -1), 1) }
 
 // NewPrior builds the prior's functions over src from seed: cfg.Linear

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/dualforce/dualforce/skills"
 	"github.com/dualforce/dualforce/trainer/nn"
 	"github.com/dualforce/dualforce/trainer/run"
 )
@@ -28,7 +29,8 @@ type Config struct {
 	// training: evaluation encodes and decodes on them.
 	HoldOut float64 `json:"hold_out"`
 	// Anchors is the number of training states stored with the encoder, on
-	// which a new reward is evaluated and encoded on the robot.
+	// which a new reward is evaluated and encoded on the robot, in
+	// Anchors/Tokens subsets of Tokens (one encode each).
 	Anchors int    `json:"anchors"`
 	Seed    uint64 `json:"seed"`
 }
@@ -64,8 +66,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: KL weight %v", ErrConfig, c.KLWeight)
 	case !(c.HoldOut > 0 && c.HoldOut < 1):
 		return fmt.Errorf("%w: hold-out fraction %v, want in (0, 1)", ErrConfig, c.HoldOut)
-	case c.Anchors <= 0:
-		return fmt.Errorf("%w: %d anchors", ErrConfig, c.Anchors)
+	case c.Anchors <= 0 || c.Anchors%c.Tokens != 0:
+		return fmt.Errorf("%w: %d anchors do not split into subsets of %d", ErrConfig, c.Anchors, c.Tokens)
 	}
 	if err := c.Run.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
@@ -190,11 +192,12 @@ func (t *Trainer) fill(b *Batch[float32], s int, r *Reward, pool []int, rng *ran
 	pickDistinct(rng, pool, picks)
 	for k, i := range picks {
 		row := src.States[i*d : (i+1)*d]
-		v := Normalise(r.At(src, i), scale)
+		raw := r.At(src, i)
+		v := Normalise(raw, scale)
 		if k < b.Tokens {
 			j := s*b.Tokens + k
 			copy(b.EncStates[j*d:(j+1)*d], row)
-			b.EncBins[j] = Bin(v, bins)
+			b.EncBins[j] = int32(skills.RewardBin(raw, scale, bins))
 		} else {
 			j := s*b.Decode + k - b.Tokens
 			copy(b.DecStates[j*d:(j+1)*d], row)
