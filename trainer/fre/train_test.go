@@ -60,7 +60,7 @@ func tinyRunConfig() Config {
 	c := DefaultConfig()
 	c.Arch = tinyArch()
 	c.Arch.Bins = 8
-	c.Batch, c.Tokens, c.Decode, c.Anchors = 4, 6, 3, 8
+	c.Batch, c.Tokens, c.Decode, c.Anchors = 4, 6, 3, 12
 	c.Run = run.Settings{Iterations: 7, CheckpointEvery: 2}
 	c.Prior.Linear, c.Prior.MLP = 3, 2
 	return c
