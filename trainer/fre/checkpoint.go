@@ -79,3 +79,41 @@ func (t *Trainer) restoreFile(f *checkpoint.File) error {
 	}
 	return t.Restore(s)
 }
+
+// Load rebuilds the trainer of the run whose checkpoint is at path (a run
+// directory's run.CheckpointFile) over src, the source it was trained on
+// (checked by digest): for exporting the frozen encoder (Export) to
+// Dual-Force or a bank.
+func Load(src *Source, path string) (*Trainer, error) {
+	f, err := checkpoint.Read(path)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case f.Algorithm != Algorithm:
+		return nil, fmt.Errorf("%w: %s is a %s checkpoint, not %s", ErrCheckpoint, path, f.Algorithm, Algorithm)
+	case f.Digest != src.Digest() || f.Task != src.Task:
+		return nil, fmt.Errorf("%w: %s was trained on other states or rewards", run.ErrResumeMismatch, path)
+	}
+	var saved run.SavedConfig
+	var cfg Config
+	dec := json.NewDecoder(bytes.NewReader(f.Config))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&saved); err != nil {
+		return nil, fmt.Errorf("%w: %s: config: %w", ErrCheckpoint, path, err)
+	}
+	dec = json.NewDecoder(bytes.NewReader(saved.Config))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		return nil, fmt.Errorf("%w: %s: config: %w", ErrCheckpoint, path, err)
+	}
+	cfg.Run = saved.Settings
+	t, err := NewTrainer(src, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrCheckpoint, path, err)
+	}
+	if err := t.restoreFile(f); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return t, nil
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -116,6 +117,22 @@ func TestResumeIsBitIdentical(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(parts, f)); err != nil {
 			t.Errorf("run directory lacks %s: %v", f, err)
 		}
+	}
+
+	// Load rebuilds the trained encoder from the checkpoint, on its source only.
+	loaded, err := Load(src, filepath.Join(parts, run.CheckpointFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loaded.Steps() != cfg.Run.Iterations {
+		t.Fatalf("loaded trainer at step %d", loaded.Steps())
+	}
+	want, _ := Load(src, filepath.Join(whole, run.CheckpointFile))
+	if !reflect.DeepEqual(loaded.Export(), want.Export()) {
+		t.Fatal("the two runs export different encoders")
+	}
+	if _, err := Load(syntheticSource(600, 3), filepath.Join(parts, run.CheckpointFile)); !errors.Is(err, run.ErrResumeMismatch) {
+		t.Fatalf("load on other states: %v", err)
 	}
 }
 
