@@ -5,31 +5,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
-)
 
-// fdWorst differentiates loss numerically (central differences, step 1e-6)
-// over every entry of x, restoring each, and returns the largest relative
-// disagreement with grad.
-// TODO(merge): trainer/internal/gradcheck (issue 13a) replaces this.
-func fdWorst(x, grad []float64, loss func() float64) float64 {
-	const h = 1e-6
-	floor := 1e-9
-	for _, g := range grad {
-		floor = max(floor, 1e-3*math.Abs(g))
-	}
-	worst := 0.0
-	for i := range x {
-		orig := x[i]
-		x[i] = orig + h
-		up := loss()
-		x[i] = orig - h
-		down := loss()
-		x[i] = orig
-		fd := (up - down) / (2 * h)
-		worst = max(worst, math.Abs(fd-grad[i])/max(math.Abs(fd)+math.Abs(grad[i]), floor))
-	}
-	return worst
-}
+	"github.com/dualforce/dualforce/trainer/internal/gradcheck"
+)
 
 // randomPsi draws n successor features of dim entries, spread by scale.
 func randomPsi(rng *rand.Rand, n, dim int, scale float64) [][]float64 {
@@ -68,7 +46,7 @@ func worstForceError(t *testing.T, force forceFunc, psi [][]float64, l0 float64)
 	g := force(psi, nb, l0)
 	worst := 0.0
 	for i := range psi {
-		worst = max(worst, fdWorst(psi[i], g[i], func() float64 { return skillTerm(psi, i, l0) }))
+		worst = max(worst, gradcheck.Compare(psi[i], g[i], func() float64 { return skillTerm(psi, i, l0) }).Worst)
 	}
 	return worst
 }
@@ -191,7 +169,7 @@ func TestRewardIsTheGradientOverWeights(t *testing.T) {
 			grad[r] = float64(b)
 		}
 		// beta is float32: agreement to float32 rounding.
-		if e := fdWorst(w[i], grad, func() float64 { return skillTerm(successor(), i, l0) }); e > 1e-5 {
+		if e := gradcheck.Compare(w[i], grad, func() float64 { return skillTerm(successor(), i, l0) }).Worst; e > 1e-5 {
 			t.Errorf("skill %d: beta differs from d(VdW term)/dw by relative %.3e", i, e)
 		}
 	}
@@ -302,7 +280,7 @@ func TestMultiplierStep(t *testing.T) {
 		}
 		return l
 	}
-	if e := fdWorst(mu, grad, loss); e > 1e-6 {
+	if e := gradcheck.Compare(mu, grad, loss).Worst; e > 1e-6 {
 		t.Errorf("multiplier gradient off by relative %.2e", e)
 	}
 	stepped := append([]float64(nil), mu...)
