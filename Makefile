@@ -6,8 +6,9 @@ PKGS := ./...
 # clients, socat for serial tests, iproute2 for network namespaces, numpy for interop checks).
 APT_PACKAGES := libmujoco-dev libopenblas-dev mosquitto mosquitto-clients socat iproute2 python3-numpy
 # For the on-robot deployment checks (qemu-user runs the linux/arm64 skillrt, systemd-analyze
-# verifies its unit), installed when possible: without them those tests skip and say why.
-OPTIONAL_APT_PACKAGES := qemu-user-static systemd
+# verifies its unit) and the evaluation report's browser check (chromium renders the page
+# headless), installed when possible: without them those tests skip and say why.
+OPTIONAL_APT_PACKAGES := qemu-user-static systemd chromium
 # PyTorch (CPU) only for the side-by-side training benchmark: make bench installs it.
 BENCH_APT_PACKAGES := python3-torch
 STATICCHECK_VERSION := v0.7.0

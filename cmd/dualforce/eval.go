@@ -35,8 +35,13 @@ noise, drawn from --seed; results do not depend on --workers.
 With --expert, that bank's first latent (the SMODICE-expert) is evaluated first, heads the
 distance matrix, and sets the filter: latents reaching --filter times its mean return pass.
 
-Writes <out>/eval.json (every rollout and summary) and <out>/eval.png (returns per latent and
-the heat map of pairwise SF distances). --write-bank writes a copy of the bank with
+Every rollout is also described on ground truth: mean base height, forward, lateral and yaw
+velocity, time to the goal; a locomotion latent is tagged low, middle or high by its mean base
+height (measured_tags).
+
+Writes <out>/eval.json (every rollout and summary, the base paths of the first --paths rollouts
+of each latent: the input of dualforce report) and <out>/eval.png (returns per latent and the
+heat map of pairwise SF distances). --write-bank writes a copy of the bank with
 online_return, online_psi and, with --expert, passed_filter filled in.
 `
 
@@ -56,6 +61,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	switching := fs.Bool("switching", false, "let the runtime switch navigation skills at obstacles")
 	noise := fs.Bool("noise", false, "simulate sensor noise (encoders, IMU, mocap)")
 	discount := fs.Float64("sf-discount", 1, "weight of state k in the online SFs is discount^k (1: the episode mean)")
+	paths := fs.Int("paths", 2, "rollouts per latent whose base path eval.json keeps (for dualforce report)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
@@ -65,6 +71,8 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return usagef("--bank and --task are required")
 	case *rollouts < 1 || *workers < 1:
 		return usagef("--rollouts %d, --workers %d: want at least 1 of each", *rollouts, *workers)
+	case *paths < 0:
+		return usagef("--paths %d", *paths)
 	case !(*seconds >= 0) || math.IsInf(*seconds, 0):
 		return usagef("--seconds %v", *seconds)
 	case !(*filter >= 0) || math.IsInf(*filter, 0):
@@ -74,7 +82,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
-	cfg.Rollouts, cfg.Seed, cfg.Workers, cfg.Switching, cfg.Discount = *rollouts, *seed, *workers, *switching, *discount
+	cfg.Rollouts, cfg.Seed, cfg.Workers, cfg.Switching, cfg.Discount, cfg.Paths = *rollouts, *seed, *workers, *switching, *discount, *paths
 	if *seconds > 0 {
 		cfg.Task.EpisodeSeconds = *seconds
 	}

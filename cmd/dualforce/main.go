@@ -140,8 +140,11 @@ func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
+// oneOrMore, as parseFlags' operand count, asks for at least one operand.
+const oneOrMore = -1
+
 // parseFlags parses args, turning flag errors into usage errors, and
-// checks that exactly operands arguments follow the flags.
+// checks that exactly operands arguments (oneOrMore: at least one) follow the flags.
 func parseFlags(fs *flag.FlagSet, args []string, operands int) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -150,8 +153,10 @@ func parseFlags(fs *flag.FlagSet, args []string, operands int) error {
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
 	switch {
-	case fs.NArg() == operands:
+	case fs.NArg() == operands || (operands == oneOrMore && fs.NArg() > 0):
 		return nil
+	case operands == oneOrMore:
+		return usagef("want at least one argument after the flags")
 	case operands == 0:
 		return usagef("unexpected arguments %q", fs.Args())
 	default:

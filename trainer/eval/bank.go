@@ -8,7 +8,8 @@ import (
 )
 
 // WithOnlineResults returns a copy of b whose latents carry what res measured for them: the
-// online return, the online successor features and, if res was filtered, the filter's verdict.
+// online return, the online successor features, the measured tags (replacing measured tags of
+// an earlier evaluation; other tags are kept) and, if res was filtered, the filter's verdict.
 // Latents of b that res did not evaluate keep their metadata; b itself is not changed.
 func WithOnlineResults(b *skills.Bank, subjects []Subject, res *Result) (*skills.Bank, error) {
 	if len(subjects) != len(res.Subjects) {
@@ -28,6 +29,13 @@ func WithOnlineResults(b *skills.Bank, subjects []Subject, res *Result) (*skills
 		for k, v := range sum.Psi {
 			info.OnlinePsi[k] = float32(v)
 		}
+		tags := slices.DeleteFunc(slices.Clone(info.Tags), measuredTag)
+		for _, t := range sum.Measured {
+			if !slices.Contains(tags, t) {
+				tags = append(tags, t)
+			}
+		}
+		info.Tags = tags
 		if sum.Passed != nil {
 			passed := *sum.Passed
 			info.PassedFilter = &passed

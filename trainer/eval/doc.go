@@ -21,4 +21,10 @@
 // of workers: same seed, same numbers, bit for bit. Summaries give per latent the mean and
 // standard deviation of the return, the mean online successor features, the fall rate, the goal
 // rate and the estimator's error; WithOnlineResults writes them back into a copy of the bank.
+//
+// Every rollout is also described on ground truth (Descriptors: mean base height, forward,
+// lateral and yaw velocity; time to the goal), and a locomotion latent is tagged by its height
+// class (MeasuredTags), so that skills can be chosen by what they were measured to do. The first
+// Config.Paths rollouts of each latent keep their base path for plots. The results file
+// (eval.json) is the input of trainer/report: ReadResult reads it back and checks it.
 package eval

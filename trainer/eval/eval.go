@@ -47,6 +47,8 @@ type Config struct {
 	Features *skills.Features
 	// Traces keeps every rollout's per-tick series (Rollout.Trace).
 	Traces bool
+	// Paths keeps the base path (Rollout.Path) of each latent's first Paths rollouts.
+	Paths int
 	// Core adjusts the core's configuration after the harness has set it up (tests: limits).
 	Core func(*core.Config)
 	// Progress, if set, is called after every finished rollout with the rollouts done and the
@@ -104,6 +106,8 @@ func (c *Config) validate(subjects []Subject) error {
 		return bad("episode of %v s: want at least one policy step", c.Task.EpisodeSeconds)
 	case c.Workers < 0:
 		return bad("%d workers", c.Workers)
+	case c.Paths < 0:
+		return bad("%d paths per latent", c.Paths)
 	case !(c.StandUp > 0) || c.Settle < 0:
 		return bad("stand-up %v and settle %v: want a positive stand-up and a non-negative settle", c.StandUp, c.Settle)
 	case !(c.Discount >= 0 && c.Discount <= 1):
@@ -170,6 +174,14 @@ type Summary struct {
 	// VelRMSE is the mean over rollouts of the estimator's velocity error (m/s, base frame).
 	VelRMSE     [3]float64 `json:"estimator_vel_rmse"`
 	VelRMSENorm float64    `json:"estimator_vel_rmse_norm"`
+	// Descriptors are the mean of the rollouts' descriptors; TimeToGoal the mean time (s since
+	// the skill started) at which the rollouts that reached the goal got there, absent if none.
+	Descriptors Descriptors `json:"descriptors"`
+	TimeToGoal  *float64    `json:"time_to_goal,omitempty"`
+	// Measured are the tags of what the latent was measured to do (MeasuredTags).
+	Measured []string `json:"measured_tags,omitempty"`
+	// WorldGoalRate is the goal rate in other worlds (the robustness experiment), by world.
+	WorldGoalRate map[string]float64 `json:"world_goal_rate,omitempty"`
 	// Passed is the >= fraction-of-the-expert filter, set by Result.Filter.
 	Passed   *bool     `json:"passed_filter,omitempty"`
 	Rollouts []Rollout `json:"rollouts"`
@@ -237,7 +249,9 @@ func Evaluate(ctx context.Context, cfg Config, subjects []Subject) (*Result, err
 	}
 	for i, s := range subjects {
 		runs := rollouts[i*cfg.Rollouts : (i+1)*cfg.Rollouts]
-		res.Subjects = append(res.Subjects, summarise(s, runs, projector.Dim()))
+		sum := summarise(s, runs, projector.Dim())
+		sum.Measured = MeasuredTags(cfg.Task.Name, &sum)
+		res.Subjects = append(res.Subjects, sum)
 		for _, r := range runs {
 			res.PolicySteps += r.Steps
 			res.Ticks += r.Ticks
@@ -309,14 +323,21 @@ func summarise(s Subject, runs []Rollout, featDim int) Summary {
 	}
 	n := float64(len(runs))
 	returns := make([]float64, len(runs))
+	goalTime, reached, falls := 0.0, 0, 0
 	for k, r := range runs {
+		sum.Descriptors.Height += r.Descriptors.Height / n
+		sum.Descriptors.ForwardVel += r.Descriptors.ForwardVel / n
+		sum.Descriptors.LateralVel += r.Descriptors.LateralVel / n
+		sum.Descriptors.YawRate += r.Descriptors.YawRate / n
 		returns[k] = r.Return
 		sum.MeanSteps += float64(r.Steps) / n
 		if r.Fell {
-			sum.FallRate += 1 / n
+			falls++
 		}
 		if r.GoalStep >= 0 {
-			sum.GoalRate += 1 / n
+			reached++
+			// Transition k ends in state k+1, one policy period after state k.
+			goalTime += float64(r.GoalStep+1) / float64(s.Bank.Contract.PolicyHz)
 		}
 		for i, v := range r.Psi {
 			sum.Psi[i] += v / n
@@ -325,6 +346,12 @@ func summarise(s Subject, runs []Rollout, featDim int) Summary {
 			sum.VelRMSE[a] += r.VelRMSE[a] / n
 		}
 		sum.VelRMSENorm += r.VelRMSENorm / n
+	}
+	// Counts, not sums of 1/n: thirty thirtieths add up to a little more than 1.
+	sum.FallRate, sum.GoalRate = float64(falls)/n, float64(reached)/n
+	if reached > 0 {
+		t := goalTime / float64(reached)
+		sum.TimeToGoal = &t
 	}
 	sum.MeanReturn, sum.StdReturn = stat.MeanStdDev(returns, nil)
 	if len(runs) < 2 {

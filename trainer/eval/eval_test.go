@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -24,12 +25,16 @@ import (
 func TestEstimatorWhileTrotting(t *testing.T) {
 	bank := trotBank(t)
 	cfg := shortConfig(t, 2, 4)
-	cfg.Traces = true
+	cfg.Traces, cfg.Paths = true, 1
 	res, err := Evaluate(t.Context(), cfg, Latents(bank))
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := res.Validate(); err != nil {
+		t.Fatalf("an evaluation's own result: %v", err)
+	}
 	s := res.Subjects[0]
+	checkDescriptors(t, &s)
 	t.Logf("%s: return %.1f ± %.1f of %d steps, falls %.0f%%; estimator base velocity RMSE %.4f m/s (x %.4f, y %.4f, z %.4f)",
 		s.Label, s.MeanReturn, s.StdReturn, cfg.steps(), 100*s.FallRate, s.VelRMSENorm, s.VelRMSE[0], s.VelRMSE[1], s.VelRMSE[2])
 	for _, r := range s.Rollouts {
@@ -47,6 +52,38 @@ func TestEstimatorWhileTrotting(t *testing.T) {
 	if s.MeanReturn < 0.5*float64(cfg.steps()) {
 		t.Fatalf("mean return %.1f of at most %d: the commanded 0.3 m/s is not tracked", s.MeanReturn, cfg.steps())
 	}
+}
+
+// checkDescriptors checks a summary's descriptors and paths against its rollouts' traces: the
+// descriptors are the means of the traced ground truth, the first rollout's path is its trace.
+func checkDescriptors(t *testing.T, s *Summary) {
+	t.Helper()
+	var height, forward, lateral, summed float64
+	for k, r := range s.Rollouts {
+		tr := r.Trace
+		n := float64(len(tr.Height))
+		h, vx, vy := 0.0, 0.0, 0.0
+		for i := range tr.Height {
+			h, vx, vy = h+tr.Height[i]/n, vx+tr.LinVel[i][0]/n, vy+tr.LinVel[i][1]/n
+		}
+		d := r.Descriptors
+		if math.Abs(d.Height-h) > 1e-9 || math.Abs(d.ForwardVel-vx) > 1e-9 || math.Abs(d.LateralVel-vy) > 1e-9 {
+			t.Fatalf("rollout %d: descriptors %+v, trace means height %v, vx %v, vy %v", k, d, h, vx, vy)
+		}
+		height, forward, lateral = height+h, forward+vx, lateral+vy
+		summed++
+		switch {
+		case k == 0 && (r.Path == nil || !slices.Equal(r.Path.Height, tr.Height) || len(r.Path.X) != len(tr.Pos) || r.Path.Y[3] != tr.Pos[3][1]):
+			t.Fatalf("rollout 0 kept no path, or not its trace's: %+v", r.Path)
+		case k > 0 && r.Path != nil:
+			t.Fatalf("rollout %d kept a path beyond Config.Paths", k)
+		}
+	}
+	if d := s.Descriptors; math.Abs(d.Height-height/summed) > 1e-9 || math.Abs(d.ForwardVel-forward/summed) > 1e-9 || math.Abs(d.LateralVel-lateral/summed) > 1e-9 {
+		t.Fatalf("summary descriptors %+v are not the rollouts' mean", d)
+	}
+	t.Logf("%s: mean base height %.3f m, forward %.3f m/s, lateral %.3f m/s, yaw rate %.3f rad/s; measured tags %q",
+		s.Label, s.Descriptors.Height, s.Descriptors.ForwardVel, s.Descriptors.LateralVel, s.Descriptors.YawRate, s.Measured)
 }
 
 // Same seed, same numbers, bit for bit, whatever the number of workers; another seed differs.
@@ -186,15 +223,17 @@ func TestFaultWhileStandingIsAFall(t *testing.T) {
 	}
 }
 
-// Filtering and writing back: online return and SF land in a copy of the bank that validates,
+// Filtering and writing back: online return, SF and measured tags land in a copy of the bank
+// that validates (a measured tag of an earlier evaluation is replaced, a hand-written one kept),
 // the verdict follows the reference's return, the original bank is untouched.
 func TestWithOnlineResultsAndFilter(t *testing.T) {
 	bank := constantBank(t, [skills.NumJoints]float32{})
+	bank.Latents[0].Info.Tags = []string{"bc", TagHigh}
 	ref := constantBank(t, [skills.NumJoints]float32{0.1})
 	subjects := []Subject{{Label: "expert", Bank: ref}, {Label: "still", Bank: bank}}
 	res := &Result{Subjects: []Summary{
 		{Label: "expert", MeanReturn: 10, Psi: make([]float64, 12)},
-		{Label: "still", MeanReturn: 4.5, Psi: []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}},
+		{Label: "still", MeanReturn: 4.5, Psi: []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, Measured: []string{TagLow}},
 	}}
 	if err := res.Filter(2, 0.5); !errors.Is(err, ErrConfig) {
 		t.Fatalf("filter on a missing reference: %v", err)
@@ -210,10 +249,10 @@ func TestWithOnlineResultsAndFilter(t *testing.T) {
 		t.Fatal(err)
 	}
 	info := out.Latents[0].Info
-	if *info.OnlineReturn != 4.5 || info.OnlinePsi[11] != 12 || *info.PassedFilter {
+	if *info.OnlineReturn != 4.5 || info.OnlinePsi[11] != 12 || *info.PassedFilter || !slices.Equal(info.Tags, []string{"bc", TagLow}) {
 		t.Fatalf("written back: %+v", info)
 	}
-	if bank.Latents[0].Info.OnlineReturn != nil {
+	if bank.Latents[0].Info.OnlineReturn != nil || !slices.Equal(bank.Latents[0].Info.Tags, []string{"bc", TagHigh}) {
 		t.Fatal("the original bank changed")
 	}
 	path := filepath.Join(t.TempDir(), "bank.npz")

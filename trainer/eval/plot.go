@@ -25,11 +25,11 @@ func WritePNG(path string, res *Result) error {
 	if len(res.Subjects) == 0 {
 		return fmt.Errorf("eval: nothing to plot")
 	}
-	returns, err := returnsPlot(res)
+	returns, err := ReturnsPlot(res)
 	if err != nil {
 		return err
 	}
-	heat := distancePlot(res)
+	heat := DistancePlot(res)
 	n := len(res.Subjects)
 	width := vg.Length(max(10, 4+1.2*float64(n))) * vg.Inch
 	img := vgimg.New(width, 5*vg.Inch)
@@ -60,7 +60,9 @@ func (b returnBars) Value(i int) float64             { return b.res.Subjects[i].
 func (b returnBars) XY(i int) (float64, float64)     { return float64(i), b.Value(i) }
 func (b returnBars) YError(i int) (float64, float64) { s := b.res.Subjects[i].StdReturn; return s, s }
 
-func returnsPlot(res *Result) (*plot.Plot, error) {
+// ReturnsPlot is the bar chart of every subject's mean task return (± std), with its fall rate
+// under its name.
+func ReturnsPlot(res *Result) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("%s return, %d rollouts of %.0f s (mean ± std; fall rate)", res.Task, res.Rollouts, res.EpisodeSeconds)
 	p.Y.Label.Text = "task return"
@@ -94,7 +96,9 @@ func (g distanceGrid) Z(c, r int) float64 { return g.d[len(g.d)-1-r][c] }
 func (g distanceGrid) X(c int) float64    { return float64(c) }
 func (g distanceGrid) Y(r int) float64    { return float64(r) }
 
-func distancePlot(res *Result) *plot.Plot {
+// DistancePlot is the heat map of res.Distances, row and column 1 the first subject, cells
+// labelled with their values when there are at most 12 subjects.
+func DistancePlot(res *Result) *plot.Plot {
 	n := len(res.Distances)
 	lo, hi := 0.0, 0.0
 	for _, row := range res.Distances {

@@ -42,6 +42,10 @@ type Rollout struct {
 	FinalPos [3]float64 `json:"final_pos"`
 	// Ticks is the link ticks simulated, power-on and stand-up included.
 	Ticks int `json:"ticks"`
+	// Descriptors are the rollout's behaviour on ground truth.
+	Descriptors Descriptors `json:"descriptors"`
+	// Path is the base's way seen from above, kept for the first Config.Paths rollouts.
+	Path *Path `json:"path,omitempty"`
 	// Trace holds the per-policy-tick series when Config.Traces is set.
 	Trace *Trace `json:"-"`
 }
@@ -178,6 +182,8 @@ type recorder struct {
 	velSq    [3]float64
 	velTicks int
 	trace    *Trace
+	path     *Path
+	desc     descriptorMean
 	discount float64
 }
 
@@ -190,6 +196,10 @@ func newRecorder(j *job, ro *Rollout, layout *worlds.Layout) *recorder {
 	if j.cfg.Traces {
 		r.trace = &Trace{}
 		ro.Trace = r.trace
+	}
+	if j.index < j.cfg.Paths {
+		r.path = &Path{}
+		ro.Path = r.path
 	}
 	return r
 }
@@ -210,13 +220,18 @@ func (r *recorder) state(s *behave.State, fault string, steps int) bool {
 			r.trace.Reward = append(r.trace.Reward, rew)
 		}
 	}
+	height := s.Pos[2] - behave.TerrainHeight(r.layout, s.Pos[0], s.Pos[1])
+	r.desc.add(s, height)
 	if r.trace != nil {
 		t := r.trace
 		t.Time = append(t.Time, s.Time)
 		t.Pos = append(t.Pos, s.Pos)
 		t.RPY = append(t.RPY, s.RPY)
-		t.Height = append(t.Height, s.Pos[2]-behave.TerrainHeight(r.layout, s.Pos[0], s.Pos[1]))
+		t.Height = append(t.Height, height)
 		t.LinVel = append(t.LinVel, s.LinVel)
+	}
+	if p := r.path; p != nil {
+		p.X, p.Y, p.Height = append(p.X, s.Pos[0]), append(p.Y, s.Pos[1]), append(p.Height, height)
 	}
 	r.prev, r.truth = *s, s.LinVel
 	r.states++
@@ -265,6 +280,7 @@ func (r *recorder) finish() {
 		}
 	}
 	r.ro.Psi = r.psi
+	r.ro.Descriptors = r.desc.mean()
 	if r.velTicks > 0 {
 		sum := 0.0
 		for a := range 3 {

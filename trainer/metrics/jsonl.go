@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"sort"
 	"strconv"
 
 	"github.com/dualforce/dualforce/skills"
@@ -199,4 +200,48 @@ func ReadSeries(path string, keys ...string) (Series, error) {
 		return Series{}, fmt.Errorf("metrics: read %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// Columns lists the numeric columns of the log at path, sorted: the keys whose value is a
+// number or null on every line that has them (nested objects, strings and booleans are left
+// out), IterationKey excepted. A reader that does not know which run wrote a log (a report)
+// plots what is there.
+func Columns(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	defer f.Close()
+	numeric := map[string]bool{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Bytes()
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var rec map[string]json.RawMessage
+		if err := json.Unmarshal(line, &rec); err != nil {
+			return nil, fmt.Errorf("%s line %d: %w: %w", path, n, ErrMalformed, err)
+		}
+		for k, raw := range rec {
+			var v Num
+			ok := json.Unmarshal(raw, &v) == nil
+			if was, seen := numeric[k]; seen {
+				ok = ok && was
+			}
+			numeric[k] = ok
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("metrics: read %s: %w", path, err)
+	}
+	var out []string
+	for k, ok := range numeric {
+		if ok && k != IterationKey {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
 }

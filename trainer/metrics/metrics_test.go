@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -220,5 +221,29 @@ func TestBar(t *testing.T) {
 	b.Finish()
 	if out := buf.String(); !strings.Contains(out, "10/10") || !strings.Contains(out, "KL 0.5") {
 		t.Fatalf("bar output %q", out)
+	}
+}
+
+func TestColumns(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.jsonl")
+	log := `{"iteration":1,"loss":0.5,"ess":null,"name":"a","mass":{"x":1},"phi_0":1}` + "\n\n" +
+		`{"iteration":2,"loss":1,"flag":true,"phi_1":2}` + "\n" +
+		`{"iteration":3,"loss":"oops","ess":3}` + "\n"
+	if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Columns(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// loss turned to a string on line 3: not a column; name, mass and flag never were.
+	if want := []string{"ess", "phi_0", "phi_1"}; !slices.Equal(got, want) {
+		t.Fatalf("columns %q, want %q", got, want)
+	}
+	if err := os.WriteFile(path, []byte("{\"iteration\":1}\n{cut"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Columns(path); !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "line 2") {
+		t.Fatalf("cut log: %v", err)
 	}
 }

@@ -41,8 +41,18 @@ var palette = []color.Color{
 // at path (replaced atomically). Non-finite points are left out; a panel
 // without any finite point says so instead of failing.
 func WritePNG(path, xLabel string, panels ...Panel) error {
+	return skills.WriteFileAtomic(path, 0o644, func(w io.Writer) error {
+		if err := RenderPNG(w, xLabel, panels...); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		return nil
+	})
+}
+
+// RenderPNG draws the figure of WritePNG to w.
+func RenderPNG(w io.Writer, xLabel string, panels ...Panel) error {
 	if len(panels) == 0 {
-		return fmt.Errorf("metrics: figure %s has no panels", path)
+		return fmt.Errorf("metrics: figure has no panels")
 	}
 	plots := make([][]*plot.Plot, len(panels))
 	for i, pn := range panels {
@@ -60,7 +70,7 @@ func WritePNG(path, xLabel string, panels ...Panel) error {
 			}
 			line, err := plotter.NewLine(xys)
 			if err != nil {
-				return fmt.Errorf("metrics: %s: %s: %w", path, l.Name, err)
+				return fmt.Errorf("metrics: %s: %w", l.Name, err)
 			}
 			line.Color = palette[j%len(palette)]
 			line.Width = vg.Points(1.2)
@@ -83,10 +93,8 @@ func WritePNG(path, xLabel string, panels ...Panel) error {
 	for i := range plots {
 		plots[i][0].Draw(canvases[i][0])
 	}
-	return skills.WriteFileAtomic(path, 0o644, func(w io.Writer) error {
-		_, err := vgimg.PngCanvas{Canvas: img}.WriteTo(w)
-		return err
-	})
+	_, err := vgimg.PngCanvas{Canvas: img}.WriteTo(w)
+	return err
 }
 
 // thin returns the finite points of (x, y), averaged over equal bins of
