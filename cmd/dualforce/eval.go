@@ -15,6 +15,7 @@ import (
 	"github.com/dualforce/dualforce/sim"
 	"github.com/dualforce/dualforce/sim/robotboard"
 	"github.com/dualforce/dualforce/skills"
+	"github.com/dualforce/dualforce/trainer/collect"
 	"github.com/dualforce/dualforce/trainer/eval"
 	"github.com/dualforce/dualforce/trainer/metrics"
 )
@@ -34,6 +35,11 @@ noise, drawn from --seed; results do not depend on --workers.
 
 With --expert, that bank's first latent (the SMODICE-expert) is evaluated first, heads the
 distance matrix, and sets the filter: latents reaching --filter times its mean return pass.
+
+With --fences (navigation), every latent also runs in the fenced worlds (obstacle_fence_left,
+obstacle_fence_right, obstacle_fenced: the way round the box blocked on one side or both) with
+the same rollouts, and eval.json records its goal rate per world. --max-latents N evaluates an
+even subsample of a large bank: equal shares per skill, spread over iterations.
 
 Every rollout is also described on ground truth: mean base height, forward, lateral and yaw
 velocity, time to the goal; a locomotion latent is tagged low, middle or high by its mean base
@@ -61,6 +67,8 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	switching := fs.Bool("switching", false, "let the runtime switch navigation skills at obstacles")
 	noise := fs.Bool("noise", false, "simulate sensor noise (encoders, IMU, mocap)")
 	discount := fs.Float64("sf-discount", 1, "weight of state k in the online SFs is discount^k (1: the episode mean)")
+	fences := fs.Bool("fences", false, "navigation: also run every latent in the fenced worlds (left, right, both) and record goal rates per world")
+	maxLatents := fs.Int("max-latents", 0, "evaluate at most this many of the bank's latents, spread evenly over skills and iterations (0: all)")
 	paths := fs.Int("paths", 2, "rollouts per latent whose base path eval.json keeps (for dualforce report)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	if err := parseFlags(fs, args, 0); err != nil {
@@ -71,8 +79,10 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return usagef("--bank and --task are required")
 	case *rollouts < 1 || *workers < 1:
 		return usagef("--rollouts %d, --workers %d: want at least 1 of each", *rollouts, *workers)
-	case *paths < 0:
-		return usagef("--paths %d", *paths)
+	case *paths < 0 || *maxLatents < 0:
+		return usagef("--paths %d, --max-latents %d: want non-negative numbers", *paths, *maxLatents)
+	case *fences && *task != collect.TaskNavigation:
+		return usagef("--fences is the navigation robustness experiment")
 	case !(*seconds >= 0) || math.IsInf(*seconds, 0):
 		return usagef("--seconds %v", *seconds)
 	case !(*filter >= 0) || math.IsInf(*filter, 0):
@@ -98,7 +108,10 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	subjects := eval.Latents(bank)
+	subjects := eval.Subsample(eval.Latents(bank), *maxLatents)
+	if len(subjects) < len(bank.Latents) {
+		fmt.Fprintf(stdout, "evaluating %d of the bank's %d latents, spread over skills and iterations\n", len(subjects), len(bank.Latents))
+	}
 	if *expertPath != "" {
 		expert, err := skills.ReadBank(*expertPath)
 		if err != nil {
@@ -124,6 +137,13 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return err
 		}
 	}
+	var worldRuns []eval.WorldRun
+	if *fences {
+		cfg.Progress = evalProgress(stderr, len(subjects)**rollouts, *task+" (fences)", *quiet)
+		if worldRuns, err = eval.Robustness(ctx, cfg, subjects, res, eval.FenceWorlds); err != nil {
+			return err
+		}
+	}
 	jsonPath, pngPath := filepath.Join(*out, "eval.json"), filepath.Join(*out, "eval.png")
 	if err := skills.WriteFileAtomic(jsonPath, 0o644, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
@@ -136,9 +156,19 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	printEval(stdout, res)
-	fmt.Fprintf(stdout, "%d policy steps (%d link ticks with the stand-ups) in %v on %d workers: %.0f policy steps/s, %.0f ticks/s\nwrote %s and %s\n",
-		res.PolicySteps, res.Ticks, time.Duration(res.Seconds*float64(time.Second)).Round(time.Millisecond), *workers,
-		float64(res.PolicySteps)/res.Seconds, float64(res.Ticks)/res.Seconds, jsonPath, pngPath)
+	throughput := func(world string, steps, ticks int, seconds float64) {
+		fmt.Fprintf(stdout, "%s: %d policy steps (%d link ticks with the stand-ups) in %v on %d workers: %.0f policy steps/s, %.0f ticks/s\n",
+			world, steps, ticks, time.Duration(seconds*float64(time.Second)).Round(time.Millisecond), *workers,
+			float64(steps)/seconds, float64(ticks)/seconds)
+	}
+	throughput(res.World, res.PolicySteps, res.Ticks, res.Seconds)
+	if len(worldRuns) > 0 {
+		printWorldGoalRates(stdout, res, worldRuns)
+		for _, w := range worldRuns {
+			throughput(w.World, w.PolicySteps, w.Ticks, w.Seconds)
+		}
+	}
+	fmt.Fprintf(stdout, "wrote %s and %s\n", jsonPath, pngPath)
 	if *writeBank != "" {
 		updated, err := eval.WithOnlineResults(bank, subjects, res)
 		if err != nil {
@@ -181,6 +211,22 @@ var sensorNoise = sim.Noise{
 	EncoderStd: 1e-3, VelocityStd: 0.05, CurrentStd: 0.02,
 	AccelStd: 0.05, GyroStd: 5e-3, AttitudeStd: 2e-3,
 	MocapPosStd: 1e-3, MocapYawStd: 2e-3,
+}
+
+// printWorldGoalRates is the fence table: every subject's goal rate per world.
+func printWorldGoalRates(w io.Writer, res *eval.Result, runs []eval.WorldRun) {
+	fmt.Fprintf(w, "\ngoal rate per world (%d rollouts each)\n%-24s %12s", res.Rollouts, "latent", res.World)
+	for _, r := range runs {
+		fmt.Fprintf(w, " %20s", r.World)
+	}
+	fmt.Fprintln(w)
+	for _, s := range res.Subjects {
+		fmt.Fprintf(w, "%-24s %11.0f%%", s.Label, 100*s.GoalRate)
+		for _, r := range runs {
+			fmt.Fprintf(w, " %19.0f%%", 100*s.WorldGoalRate[r.World])
+		}
+		fmt.Fprintln(w)
+	}
 }
 
 func printEval(w io.Writer, res *eval.Result) {

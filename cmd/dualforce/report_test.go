@@ -5,6 +5,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dualforce/dualforce/skills"
+	"github.com/dualforce/dualforce/skills/skillstest"
+	"github.com/dualforce/dualforce/trainer/collect"
 )
 
 func TestReportCommand(t *testing.T) {
@@ -43,5 +47,45 @@ func TestReportCommand(t *testing.T) {
 		if code != tc.code || !strings.Contains(stdout+stderr, tc.want) {
 			t.Errorf("dualforce %q exited %d, output %q; want %d and %q", tc.args, code, stdout+stderr, tc.code, tc.want)
 		}
+	}
+}
+
+// eval --fences on a navigation bank, then report on its output: the page holds the fence table
+// and the top-down paths eval kept.
+func TestEvalFencesThenReport(t *testing.T) {
+	dir := t.TempDir()
+	c := skillstest.Contract(t, skills.Navigation171())
+	c.Kp, c.Kd, c.EpisodeSeconds = collect.Kp, collect.Kd, 12
+	bankPath := filepath.Join(dir, "bank.npz")
+	if err := skills.WriteBank(bankPath, skillstest.Constant(t, c, [skills.NumJoints]float32{})); err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(dir, "navrun")
+	code, stdout, stderr := dualforce("eval", "--bank", bankPath, "--task", "navigation", "--rollouts", "1", "--seconds", "0.5",
+		"--fences", "--paths", "1", "--out", filepath.Join(run, "eval"), "--quiet")
+	if code != 0 {
+		t.Fatalf("eval exited %d: %s", code, stderr)
+	}
+	t.Log(stdout)
+	for _, want := range []string{"goal rate per world (1 rollouts each)", "obstacle_fence_left", "obstacle_fenced: 25 policy steps"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("eval output lacks %q", want)
+		}
+	}
+	out := filepath.Join(dir, "report.html")
+	if code, stdout, stderr = dualforce("report", "--out", out, run); code != 0 {
+		t.Fatalf("report exited %d: %s%s", code, stdout, stderr)
+	}
+	page, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Fence robustness", "obstacle_fence_right", "Top-down base paths per skill", "no filter applied"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if code, _, stderr = dualforce("eval", "--bank", bankPath, "--task", "locomotion", "--fences"); code != 2 || !strings.Contains(stderr, "--fences is the navigation") {
+		t.Errorf("--fences with locomotion exited %d: %s", code, stderr)
 	}
 }

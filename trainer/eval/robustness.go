@@ -1,0 +1,123 @@
+package eval
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/dualforce/dualforce/sim/worlds"
+)
+
+// FenceWorlds are the worlds of the robustness experiment (navigation): the box with a fence
+// blocking the way round it on the left, on the right, and on both sides.
+var FenceWorlds = []string{"obstacle_fence_left", "obstacle_fence_right", "obstacle_fenced"}
+
+// WorldRun is the cost of one world's evaluation in a robustness experiment.
+type WorldRun struct {
+	World       string
+	PolicySteps int
+	Ticks       int
+	Seconds     float64
+}
+
+// Robustness evaluates the subjects of res (the same subjects, in the same order) in each of
+// the built-in worlds with cfg's settings, and records every subject's goal rate there in
+// res.Subjects[i].WorldGoalRate. Rollout k draws the same seed in every world as in res.
+func Robustness(ctx context.Context, cfg Config, subjects []Subject, res *Result, worldNames []string) ([]WorldRun, error) {
+	if len(subjects) != len(res.Subjects) {
+		return nil, fmt.Errorf("%w: %d subjects for %d results", ErrConfig, len(subjects), len(res.Subjects))
+	}
+	var runs []WorldRun
+	for _, name := range worldNames {
+		sc, err := worlds.Builtin(name)
+		if err != nil {
+			return runs, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		c := cfg
+		c.Scenario, c.Paths, c.Traces = sc, 0, false
+		r, err := Evaluate(ctx, c, subjects)
+		if err != nil {
+			return runs, fmt.Errorf("eval: world %s: %w", name, err)
+		}
+		for i := range res.Subjects {
+			if res.Subjects[i].WorldGoalRate == nil {
+				res.Subjects[i].WorldGoalRate = map[string]float64{}
+			}
+			res.Subjects[i].WorldGoalRate[name] = r.Subjects[i].GoalRate
+		}
+		runs = append(runs, WorldRun{World: name, PolicySteps: r.PolicySteps, Ticks: r.Ticks, Seconds: r.Seconds})
+	}
+	return runs, nil
+}
+
+// Subsample picks at most n of the subjects, spread evenly over skills and, within a skill,
+// over iterations (first and last included): each skill gets an equal share (the first skills
+// one more when n does not divide), and a skill with fewer latents than its share gives the
+// rest to the others. The picks keep the subjects' order. n <= 0 or n >= len(subjects) keeps
+// them all.
+func Subsample(subjects []Subject, n int) []Subject {
+	if n <= 0 || n >= len(subjects) {
+		return subjects
+	}
+	bySkill := map[int][]int{}
+	for i, s := range subjects {
+		skill := s.Bank.Latents[s.Latent].Info.Skill
+		bySkill[skill] = append(bySkill[skill], i)
+	}
+	skills := make([]int, 0, len(bySkill))
+	for k := range bySkill {
+		skills = append(skills, k)
+	}
+	slices.Sort(skills)
+	for _, k := range skills {
+		slices.SortStableFunc(bySkill[k], func(a, b int) int {
+			return subjects[a].Bank.Latents[subjects[a].Latent].Info.Iteration - subjects[b].Bank.Latents[subjects[b].Latent].Info.Iteration
+		})
+	}
+	// Shares: equal, then what small skills cannot use goes round to the others.
+	share := map[int]int{}
+	left := n
+	for left > 0 {
+		open := 0
+		for _, k := range skills {
+			if share[k] < len(bySkill[k]) {
+				open++
+			}
+		}
+		if open == 0 {
+			break
+		}
+		each, extra := left/open, left%open
+		for _, k := range skills {
+			if share[k] >= len(bySkill[k]) {
+				continue
+			}
+			give := each
+			if extra > 0 {
+				give++
+				extra--
+			}
+			give = min(give, len(bySkill[k])-share[k])
+			share[k] += give
+			left -= give
+		}
+	}
+	var picked []int
+	for _, k := range skills {
+		idx, m := bySkill[k], share[k]
+		for j := range m {
+			// Evenly spaced over the skill's iterations, first and last included.
+			pos := 0
+			if m > 1 {
+				pos = j * (len(idx) - 1) / (m - 1)
+			}
+			picked = append(picked, idx[pos])
+		}
+	}
+	slices.Sort(picked)
+	out := make([]Subject, len(picked))
+	for i, p := range picked {
+		out[i] = subjects[p]
+	}
+	return out
+}

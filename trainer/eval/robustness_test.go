@@ -1,0 +1,112 @@
+package eval
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/dualforce/dualforce/skills"
+	"github.com/dualforce/dualforce/skills/skillstest"
+	"github.com/dualforce/dualforce/trainer/collect"
+)
+
+// latentGrid is a bank's worth of subjects: iterations[i] latents of skill i, iterations 1, 2, ...
+func latentGrid(iterations ...int) []Subject {
+	b := &skills.Bank{}
+	for skill, n := range iterations {
+		for it := 1; it <= n; it++ {
+			b.Latents = append(b.Latents, skills.Latent{Info: skills.LatentInfo{Skill: skill, Iteration: it}})
+		}
+	}
+	out := make([]Subject, len(b.Latents))
+	for i := range out {
+		out[i] = Subject{Label: fmt.Sprint(i), Bank: b, Latent: i}
+	}
+	return out
+}
+
+func TestSubsample(t *testing.T) {
+	// picks lists (skill, iteration) of what Subsample keeps.
+	picks := func(s []Subject) [][2]int {
+		var out [][2]int
+		for _, x := range s {
+			info := x.Bank.Latents[x.Latent].Info
+			out = append(out, [2]int{info.Skill, info.Iteration})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name       string
+		iterations []int
+		n          int
+		want       [][2]int
+	}{
+		{"all kept", []int{2, 2}, 0, [][2]int{{0, 1}, {0, 2}, {1, 1}, {1, 2}}},
+		{"fewer than asked", []int{2, 1}, 10, [][2]int{{0, 1}, {0, 2}, {1, 1}}},
+		{"first and last iterations of each skill", []int{5, 5, 5}, 6, [][2]int{{0, 1}, {0, 5}, {1, 1}, {1, 5}, {2, 1}, {2, 5}}},
+		{"evenly over iterations", []int{9}, 3, [][2]int{{0, 1}, {0, 5}, {0, 9}}},
+		{"the first skills take the remainder", []int{4, 4, 4}, 4, [][2]int{{0, 1}, {0, 4}, {1, 1}, {2, 1}}},
+		{"a small skill gives its share away", []int{1, 6}, 4, [][2]int{{0, 1}, {1, 1}, {1, 3}, {1, 6}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := picks(Subsample(latentGrid(tc.iterations...), tc.n))
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+	// Thousands of latents: exactly n, every skill equally, no latent twice.
+	got := Subsample(latentGrid(1500, 1500, 1500), 90)
+	count := map[int]int{}
+	seen := map[int]bool{}
+	for _, s := range got {
+		count[s.Bank.Latents[s.Latent].Info.Skill]++
+		if seen[s.Latent] {
+			t.Fatalf("latent %d picked twice", s.Latent)
+		}
+		seen[s.Latent] = true
+	}
+	if len(got) != 90 || count[0] != 30 || count[1] != 30 || count[2] != 30 {
+		t.Fatalf("%d picks, per skill %v", len(got), count)
+	}
+}
+
+// The fence experiment runs the same subjects in the fenced worlds and records a goal rate per
+// world: a robot standing still reaches the goal in none of them.
+func TestRobustnessRecordsEveryWorld(t *testing.T) {
+	c := skillstest.Contract(t, skills.Navigation171())
+	c.Kp, c.Kd, c.EpisodeSeconds = collect.Kp, collect.Kd, 12
+	bank := skillstest.Constant(t, c, [skills.NumJoints]float32{})
+	cfg, err := TaskConfig(collect.TaskNavigation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Rollouts, cfg.Task.EpisodeSeconds, cfg.StandUp, cfg.Settle = 1, 0.5, time.Second, 0
+	subjects := Latents(bank)
+	res, err := Evaluate(t.Context(), cfg, subjects)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, err := Robustness(t.Context(), cfg, subjects, res, FenceWorlds[1:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 2 || runs[0].World != FenceWorlds[1] || runs[1].PolicySteps != 25 {
+		t.Fatalf("world runs %+v", runs)
+	}
+	rates := res.Subjects[0].WorldGoalRate
+	if len(rates) != 2 || rates["obstacle_fence_right"] != 0 || rates["obstacle_fenced"] != 0 {
+		t.Fatalf("goal rates %v", rates)
+	}
+	if err := res.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Robustness(t.Context(), cfg, subjects, res, []string{"moon"}); !errors.Is(err, ErrConfig) {
+		t.Fatalf("an unknown world: %v", err)
+	}
+	if _, err := Robustness(t.Context(), cfg, nil, res, FenceWorlds); !errors.Is(err, ErrConfig) {
+		t.Fatalf("mismatched subjects: %v", err)
+	}
+}
