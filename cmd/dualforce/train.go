@@ -19,7 +19,7 @@ import (
 )
 
 func init() {
-	register(command{name: "train", summary: "train a skill bank (smodice) or pre-train the reward encoder (fre)", run: methods(trainUsage, "training method", map[string]runFunc{"smodice": runTrainSMODICE, "fre": runTrainFRE})})
+	register(command{name: "train", summary: "train a skill bank (smodice, doi) or pre-train the reward encoder (fre)", run: methods(trainUsage, "training method", map[string]runFunc{"smodice": runTrainSMODICE, "doi": runTrainDOI, "fre": runTrainFRE})})
 }
 
 const trainUsage = `Usage: dualforce train <method> [flags]
@@ -29,6 +29,8 @@ Methods:
             R = r_E weights the offline transitions, a policy clones them by weight
   fre       the functional reward encoder, pre-trained on a prior of rewards over the offline
             states (needs a SMODICE run for r_E), frozen afterwards
+  doi       the DOI baseline: n one-hot skills, a skill discriminator q(z|phi(s)) for the
+            mutual-information reward, the same DICE, multipliers and Polyak averaging
 `
 
 const trainSMODICEUsage = `Usage: dualforce train smodice --offline FILE [--expert FILE] --out DIR [flags]

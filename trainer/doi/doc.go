@@ -1,0 +1,21 @@
+// Package doi owns the DOI baseline (Vlastelica et al. 2024; shared/spec/dualforce.md, "DOI
+// baseline"): n skills with one-hot codes z, a skill discriminator q(z | phi(s)) (a softmax
+// classifier fitted to samples drawn by each skill's weights, p(z) uniform), the reward
+//
+//	R_z(s) = (1 - sigmoid(mu_z)) log(|Z| q(z|s)) / |Z| + sigmoid(mu_z) r_E(s),
+//
+// and per skill the same machinery as SMODICE-expert and Dual-Force: the KL-dual value learner
+// (trainer/dice) with its whole-set weights, Polyak-averaged (dice.Polyak), weighted behaviour
+// cloning (trainer/wbc), the constraint estimate phi_z = dice.Constraint, and a bounded
+// multiplier per skill stepped by gradient descent on sum_z sigmoid(mu_z)(eps - phi_z). With
+// DISDAIN on, q is the mean of an ensemble of classifiers and the disagreement bonus
+// H(mean q) - mean H(q) (an information gain) is added to the diversity term with its weight.
+//
+// Skills are independent (no shared weights) and step side by side on goroutines; the
+// classifier and the multipliers step after them. The run harness (trainer/run) writes
+// metrics.jsonl (per skill: value and policy loss, phi, sigmoid(mu), ESS, expert mass; the
+// classifier's loss and its mean entropy over the offline states, the collapse check; the
+// DISDAIN bonus; the mean minimum distance between the skills' offline successor features) and
+// checkpoints with every skill's policy; a DOI run does not resume (a checkpoint says so).
+// The bank holds n slots, one latent per skill, named doi-skill<z>.
+package doi

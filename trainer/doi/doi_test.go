@@ -1,0 +1,211 @@
+package doi
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dualforce/dualforce/skills"
+	"github.com/dualforce/dualforce/trainer/datafile/datafiletest"
+	"github.com/dualforce/dualforce/trainer/metrics"
+	"github.com/dualforce/dualforce/trainer/prep"
+	"github.com/dualforce/dualforce/trainer/run"
+)
+
+// The cross-entropy gradient against central differences of the loss, and a broken gradient
+// (the one-hot term left out) caught by the same check.
+func TestCrossEntropyGradient(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	const n, rows = 3, 4
+	logits := make([]float64, n*rows)
+	for i := range logits {
+		logits[i] = 2 * rng.NormFloat64()
+	}
+	labels := []int{0, 2, 1, 2}
+	broken := func(logits []float64, labels []int, n int, grad []float64) float64 {
+		loss := crossEntropy(logits, labels, n, grad)
+		for r, z := range labels {
+			grad[r*n+z] += 1 / float64(len(labels))
+		}
+		return loss
+	}
+	check := func(f func([]float64, []int, int, []float64) float64) float64 {
+		grad, scratch := make([]float64, len(logits)), make([]float64, len(logits))
+		f(logits, labels, n, grad)
+		worst := 0.0
+		const h = 1e-6
+		for i := range logits {
+			x := slices.Clone(logits)
+			x[i] += h
+			up := crossEntropy(x, labels, n, scratch)
+			x[i] -= 2 * h
+			down := crossEntropy(x, labels, n, scratch)
+			worst = max(worst, math.Abs((up-down)/(2*h)-grad[i]))
+		}
+		return worst
+	}
+	if e := check(crossEntropy[float64]); e > 1e-8 {
+		t.Fatalf("cross-entropy gradient off by %g", e)
+	}
+	if e := check(broken); e < 1e-2 {
+		t.Fatalf("a broken gradient passed the check (error %g)", e)
+	}
+}
+
+// testConfig is small enough for a run to take seconds.
+func testConfig() Config {
+	cfg := DefaultConfig()
+	cfg.Disc.Hidden, cfg.Disc.Batch, cfg.Disc.LR = []int{64, 64}, 128, 1e-3
+	cfg.DiscSteps = 300
+	cfg.Value.Hidden, cfg.Policy.Hidden, cfg.ClassifierHidden = []int{64, 64}, []int{64, 64}, []int{32}
+	cfg.Value.Batch, cfg.Value.InitBatch, cfg.Value.ChunkRows, cfg.Policy.Batch = 256, 128, 4096, 256
+	cfg.Value.LR, cfg.Policy.LR, cfg.ClassifierLR = 1e-3, 1e-3, 1e-3
+	cfg.ClassifierBatch, cfg.MuLR = 64, 0.2
+	cfg.Run = run.Settings{Iterations: 60, CheckpointEvery: 30}
+	return cfg
+}
+
+func prepared(t testing.TB) *prep.Data {
+	t.Helper()
+	off, exp := datafiletest.Datasets(t, datafiletest.Small, 1)
+	in, err := prep.FromFiles("locomotion", off, exp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := prep.Prepare(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// A small DOI run end to end: metrics per skill in the log, the multipliers inside their
+// bound, a bank of n slots and n latents that validates and survives a write and read; a
+// second run into the same directory is refused (DOI does not resume).
+func TestTrainSmall(t *testing.T) {
+	d := prepared(t)
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+	}{
+		{"plain", func(*Config) {}},
+		{"DISDAIN", func(c *Config) { c.DISDAIN, c.Ensemble = 0.5, 3 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig()
+			tc.edit(&cfg)
+			dir := t.TempDir()
+			l, err := Train(context.Background(), d, cfg, Options{Options: run.Options{Dir: dir, Quiet: true}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cols, err := metrics.Columns(filepath.Join(dir, run.MetricsFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range []string{"phi_0", "sigma_2", "ess_1", "q_entropy", "classifier_loss", "disdain_bonus", "mean_min_distance", "expert_mass_0"} {
+				if !slices.Contains(cols, want) {
+					t.Errorf("metrics lack %q (have %q)", want, cols)
+				}
+			}
+			s, err := metrics.ReadSeries(filepath.Join(dir, run.MetricsFile), "q_entropy", "mean_min_distance", "disdain_bonus")
+			if err != nil {
+				t.Fatal(err)
+			}
+			last := len(s.Iteration) - 1
+			t.Logf("%s: after %d iterations H(q) %.3f nats (uniform %.3f), mean min SF distance %.3f, DISDAIN bonus %.4f, sigmoid(mu) %.3f",
+				tc.name, len(s.Iteration), s.Values["q_entropy"][last], math.Log(3), s.Values["mean_min_distance"][last], s.Values["disdain_bonus"][last], l.Multipliers())
+			if len(s.Iteration) != cfg.Run.Iterations {
+				t.Fatalf("%d records", len(s.Iteration))
+			}
+			for _, m := range l.Multipliers() {
+				if lo, hi := 1/(1+math.Exp(cfg.MuBound)), 1/(1+math.Exp(-cfg.MuBound)); m < lo-1e-12 || m > hi+1e-12 {
+					t.Fatalf("sigmoid(mu) %v outside [%v, %v]", m, lo, hi)
+				}
+			}
+			bank, err := l.Bank()
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, "bank.npz")
+			if err := skills.WriteBank(path, bank); err != nil {
+				t.Fatal(err)
+			}
+			back, err := skills.ReadBank(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(back.Slots) != 3 || len(back.Latents) != 3 || back.Latents[2].Info.Name != "doi-skill2" || back.Latents[1].Info.Skill != 1 ||
+				back.Latents[0].Info.Iteration != cfg.Run.Iterations || len(back.Latents[0].Info.OfflinePsi) != d.FeatureDim {
+				t.Fatalf("bank latents %+v", back.Latents)
+			}
+			if _, err := Train(context.Background(), d, cfg, Options{Options: run.Options{Dir: dir, Resume: true, Quiet: true}}); err != ErrNoResume {
+				t.Fatalf("resume: %v", err)
+			}
+		})
+	}
+}
+
+// SMODICE-dagger (sigmoid(mu) pinned at 1: every skill imitates, no diversity term) is the
+// collapse check: all skills get the same reward.
+func TestDaggerRewardIsImitationOnly(t *testing.T) {
+	d := prepared(t)
+	rE := make([]float32, d.Offline.Len())
+	for i := range rE {
+		rE[i] = float32(math.Sin(float64(i)))
+	}
+	cfg := testConfig()
+	cfg.FixedMu = true
+	l, err := NewLoop(d, rE, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Iterate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for z, s := range l.skills {
+		if !slices.Equal(s.reward, rE) {
+			t.Fatalf("skill %d's reward is not r_E", z)
+		}
+	}
+	// Plain DOI at sigmoid(0) = 1/2: half the log-ratio of q, half r_E.
+	cfg.FixedMu = false
+	l, err = NewLoop(d, rE, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Iterate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// l.probs is the q the rewards were made of: classifyAll runs at the start of an iteration.
+	i := 17
+	q := l.probs[i*3+1]
+	if got, want := float64(l.skills[1].reward[i]), 0.5*math.Log(3*q)/3+0.5*float64(rE[i]); math.Abs(got-want) > 1e-5 {
+		t.Fatalf("reward %v, want %v", got, want)
+	}
+}
+
+func TestConfigRefused(t *testing.T) {
+	d := prepared(t)
+	for name, edit := range map[string]func(*Config){
+		"one skill":            func(c *Config) { c.Skills = 1 },
+		"DISDAIN alone":        func(c *Config) { c.DISDAIN = 0.1 },
+		"negative mu rate":     func(c *Config) { c.MuLR = -1 },
+		"latent-conditioned":   func(c *Config) { c.Value.Latent = 3 },
+		"no classifier batch":  func(c *Config) { c.ClassifierBatch = 0 },
+		"Polyak floor of zero": func(c *Config) { c.MinAlpha = 0 },
+	} {
+		cfg := testConfig()
+		edit(&cfg)
+		if _, err := NewLoop(d, make([]float32, d.Offline.Len()), cfg); err == nil || !strings.Contains(err.Error(), "doi: bad configuration") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if _, err := NewLoop(d, make([]float32, 3), testConfig()); err == nil {
+		t.Error("a short r_E was taken")
+	}
+}
