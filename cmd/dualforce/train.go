@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -58,58 +59,96 @@ ends with the same weights, bit for bit, as an uninterrupted run; only --iters a
 --checkpoint-every may change between the two.
 `
 
-func runTrainSMODICE(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	def := smodice.DefaultConfig()
-	fs := newFlagSet("train smodice", trainSMODICEUsage, stderr)
-	offline := fs.String("offline", "", "offline dataset archive (required)")
-	expert := fs.String("expert", "", "expert dataset archive (default: the offline file's <name>_expert.npz)")
-	out := fs.String("out", "", "run directory (required)")
-	task := fs.String("task", "", "task the data must be for: locomotion or navigation (default: the dataset's)")
-	iters := fs.Int("iters", def.Run.Iterations, "DICE iterations")
-	discSteps := fs.Int("disc-steps", def.DiscSteps, "discriminator training steps")
-	batch := fs.Int("batch", def.Value.Batch, "DICE batch (transitions per value and policy step)")
-	valueSteps := fs.Int("value-steps", def.ValueSteps, "value steps per iteration")
-	policySteps := fs.Int("policy-steps", def.PolicySteps, "policy steps per iteration")
-	seed := fs.Uint64("seed", def.Seed, "seed of every random choice")
-	every := fs.Int("checkpoint-every", def.Run.CheckpointEvery, "iterations between checkpoints")
-	resume := fs.Bool("resume", false, "continue the run in --out from its checkpoint")
-	bankPath := fs.String("bank", "", "bank to write at the end (default <out>/bank.npz)")
-	quiet := fs.Bool("quiet", false, "no progress bar")
-	if err := parseFlags(fs, args, 0); err != nil {
-		return err
-	}
-	switch {
-	case *offline == "" || *out == "":
-		return usagef("--offline and --out are required")
-	case *iters < 0 || *discSteps < 0 || *valueSteps < 0 || *policySteps < 0 || *batch <= 0 || *every <= 0:
-		return usagef("--iters %d, --disc-steps %d, --value-steps %d, --policy-steps %d, --batch %d, --checkpoint-every %d: want non-negative counts and a positive batch and period",
-			*iters, *discSteps, *valueSteps, *policySteps, *batch, *every)
-	}
-	if *expert == "" {
-		*expert = datafile.ExpertPath(*offline)
-	}
-	if *bankPath == "" {
-		*bankPath = filepath.Join(*out, "bank.npz")
-	}
-	cfg := def
-	cfg.Run.Iterations, cfg.DiscSteps, cfg.Seed, cfg.Run.CheckpointEvery = *iters, *discSteps, *seed, *every
-	cfg.Value.Batch, cfg.Value.InitBatch, cfg.Policy.Batch = *batch, *batch, *batch
-	cfg.ValueSteps, cfg.PolicySteps = *valueSteps, *policySteps
+// trainingFlags are the flags every training method takes: the data, the run directory, the
+// bank, and the budget of the shared learners.
+type trainingFlags struct {
+	offline, expert, out, task, bank                        *string
+	iters, discSteps, batch, valueSteps, policySteps, every *int
+	seed                                                    *uint64
+	quiet                                                   *bool
+}
 
-	data, err := loadTrainingData(*task, *offline, *expert)
+// addTrainingFlags defines the training flags on fs with the method's defaults.
+func addTrainingFlags(fs *flag.FlagSet, run trainrun.Settings, discSteps, batch, valueSteps, policySteps int, seed uint64) *trainingFlags {
+	return &trainingFlags{
+		offline:     fs.String("offline", "", "offline dataset archive (required)"),
+		expert:      fs.String("expert", "", "expert dataset archive (default: the offline file's <name>_expert.npz)"),
+		out:         fs.String("out", "", "run directory (required)"),
+		task:        fs.String("task", "", "task the data must be for: locomotion or navigation (default: the dataset's)"),
+		bank:        fs.String("bank", "", "bank to write at the end (default <out>/bank.npz)"),
+		iters:       fs.Int("iters", run.Iterations, "iterations"),
+		discSteps:   fs.Int("disc-steps", discSteps, "discriminator training steps"),
+		batch:       fs.Int("batch", batch, "DICE batch (transitions per value and policy step)"),
+		valueSteps:  fs.Int("value-steps", valueSteps, "value steps per iteration (per skill)"),
+		policySteps: fs.Int("policy-steps", policySteps, "policy steps per iteration (per skill)"),
+		every:       fs.Int("checkpoint-every", run.CheckpointEvery, "iterations between checkpoints"),
+		seed:        fs.Uint64("seed", seed, "seed of every random choice"),
+		quiet:       fs.Bool("quiet", false, "no progress bar"),
+	}
+}
+
+// check refuses unusable values and fills in the default expert archive and bank path.
+func (f *trainingFlags) check() error {
+	switch {
+	case *f.offline == "" || *f.out == "":
+		return usagef("--offline and --out are required")
+	case *f.iters < 0 || *f.discSteps < 0 || *f.valueSteps < 0 || *f.policySteps < 0 || *f.batch <= 0 || *f.every <= 0:
+		return usagef("--iters %d, --disc-steps %d, --value-steps %d, --policy-steps %d, --batch %d, --checkpoint-every %d: want non-negative counts and a positive batch and period",
+			*f.iters, *f.discSteps, *f.valueSteps, *f.policySteps, *f.batch, *f.every)
+	}
+	if *f.expert == "" {
+		*f.expert = datafile.ExpertPath(*f.offline)
+	}
+	if *f.bank == "" {
+		*f.bank = filepath.Join(*f.out, "bank.npz")
+	}
+	return nil
+}
+
+// settings are the run settings the flags give.
+func (f *trainingFlags) settings() trainrun.Settings {
+	return trainrun.Settings{Iterations: *f.iters, CheckpointEvery: *f.every}
+}
+
+// load reads and prepares the data and says what was read.
+func (f *trainingFlags) load(stdout io.Writer) (*prep.Data, error) {
+	data, err := loadTrainingData(*f.task, *f.offline, *f.expert)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	fmt.Fprintf(stdout, "data: %d offline transitions, %d expert states, task %s, layout %s\n",
 		data.Offline.Len(), len(data.Expert)/data.Offline.ObsDim, data.Task, data.Contract.Layout.Name)
+	return data, nil
+}
+
+func runTrainSMODICE(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	def := smodice.DefaultConfig()
+	fs := newFlagSet("train smodice", trainSMODICEUsage, stderr)
+	tf := addTrainingFlags(fs, def.Run, def.DiscSteps, def.Value.Batch, def.ValueSteps, def.PolicySteps, def.Seed)
+	resume := fs.Bool("resume", false, "continue the run in --out from its checkpoint")
+	if err := parseFlags(fs, args, 0); err != nil {
+		return err
+	}
+	if err := tf.check(); err != nil {
+		return err
+	}
+	cfg := def
+	cfg.Run, cfg.DiscSteps, cfg.Seed = tf.settings(), *tf.discSteps, *tf.seed
+	cfg.Value.Batch, cfg.Value.InitBatch, cfg.Policy.Batch = *tf.batch, *tf.batch, *tf.batch
+	cfg.ValueSteps, cfg.PolicySteps = *tf.valueSteps, *tf.policySteps
+
+	data, err := tf.load(stdout)
+	if err != nil {
+		return err
+	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	start := time.Now()
 	var last *smodice.Record
 	observe := func(r smodice.Record) { last = &r }
 	ck, err := smodice.Train(ctx, data, cfg, smodice.Options{
-		Options: trainrun.Options{Dir: *out, Resume: *resume, Progress: stderr, Quiet: *quiet, Logger: log}, Observe: observe})
+		Options: trainrun.Options{Dir: *tf.out, Resume: *resume, Progress: stderr, Quiet: *tf.quiet, Logger: log}, Observe: observe})
 	if ck != nil && errors.Is(err, context.Canceled) {
-		fmt.Fprintf(stdout, "interrupted after iteration %d; checkpoint in %s (continue with --resume)\n", ck.Iteration, *out)
+		fmt.Fprintf(stdout, "interrupted after iteration %d; checkpoint in %s (continue with --resume)\n", ck.Iteration, *tf.out)
 	}
 	if errors.Is(err, trainrun.ErrRunExists) {
 		return fmt.Errorf("%w (pass --resume to continue that run, or choose another --out)", err)
@@ -121,7 +160,7 @@ func runTrainSMODICE(ctx context.Context, args []string, stdout, stderr io.Write
 	if last != nil && data.Behaviours != nil {
 		printBehaviourMass(stdout, data.Behaviours, last)
 	}
-	return exportBank(stdout, ck, *bankPath)
+	return exportBank(stdout, ck, *tf.bank)
 }
 
 // loadTrainingData reads both archives and prepares them, checking

@@ -7,11 +7,9 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"path/filepath"
 	"time"
 
 	"github.com/dualforce/dualforce/skills"
-	"github.com/dualforce/dualforce/trainer/datafile"
 	"github.com/dualforce/dualforce/trainer/doi"
 	"github.com/dualforce/dualforce/trainer/metrics"
 	trainrun "github.com/dualforce/dualforce/trainer/run"
@@ -38,57 +36,33 @@ doi-skill<z>), unless --bank says where. 'dualforce report DIR' plots the metric
 func runTrainDOI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	def := doi.DefaultConfig()
 	fs := newFlagSet("train doi", trainDOIUsage, stderr)
-	offline := fs.String("offline", "", "offline dataset archive (required)")
-	expert := fs.String("expert", "", "expert dataset archive (default: the offline file's <name>_expert.npz)")
-	out := fs.String("out", "", "run directory (required)")
-	task := fs.String("task", "", "task the data must be for: locomotion or navigation (default: the dataset's)")
+	tf := addTrainingFlags(fs, def.Run, def.DiscSteps, def.Value.Batch, def.ValueSteps, def.PolicySteps, def.Seed)
 	nSkills := fs.Int("skills", def.Skills, "number of skills n")
-	iters := fs.Int("iters", def.Run.Iterations, "iterations")
-	discSteps := fs.Int("disc-steps", def.DiscSteps, "discriminator training steps")
-	batch := fs.Int("batch", def.Value.Batch, "DICE batch (transitions per value and policy step)")
-	valueSteps := fs.Int("value-steps", def.ValueSteps, "value steps per skill and iteration")
-	policySteps := fs.Int("policy-steps", def.PolicySteps, "policy steps per skill and iteration")
 	eps := fs.Float64("eps", def.Epsilon, "constraint bound eps on phi_z (paper: locomotion 4, navigation 1)")
 	disdain := fs.Float64("disdain", 0, "weight of the DISDAIN bonus (0: plain DOI)")
 	ensemble := fs.Int("ensemble", 4, "classifiers in the DISDAIN ensemble (with --disdain)")
 	dagger := fs.Bool("dagger", false, "pin sigmoid(mu) at 1: SMODICE-dagger")
-	seed := fs.Uint64("seed", def.Seed, "seed of every random choice")
-	every := fs.Int("checkpoint-every", def.Run.CheckpointEvery, "iterations between checkpoints")
-	bankPath := fs.String("bank", "", "bank to write at the end (default <out>/bank.npz)")
-	quiet := fs.Bool("quiet", false, "no progress bar")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
-	switch {
-	case *offline == "" || *out == "":
-		return usagef("--offline and --out are required")
-	case *iters < 0 || *discSteps < 0 || *valueSteps < 0 || *policySteps < 0 || *batch <= 0 || *every <= 0:
-		return usagef("--iters %d, --disc-steps %d, --value-steps %d, --policy-steps %d, --batch %d, --checkpoint-every %d: want non-negative counts and a positive batch and period",
-			*iters, *discSteps, *valueSteps, *policySteps, *batch, *every)
-	}
-	if *expert == "" {
-		*expert = datafile.ExpertPath(*offline)
-	}
-	if *bankPath == "" {
-		*bankPath = filepath.Join(*out, "bank.npz")
+	if err := tf.check(); err != nil {
+		return err
 	}
 	cfg := def
-	cfg.Skills, cfg.Run.Iterations, cfg.DiscSteps, cfg.Seed, cfg.Run.CheckpointEvery = *nSkills, *iters, *discSteps, *seed, *every
-	cfg.Value.Batch, cfg.Value.InitBatch, cfg.Policy.Batch = *batch, *batch, *batch
-	cfg.ValueSteps, cfg.PolicySteps, cfg.Epsilon, cfg.FixedMu = *valueSteps, *policySteps, *eps, *dagger
+	cfg.Run, cfg.DiscSteps, cfg.Seed, cfg.Skills = tf.settings(), *tf.discSteps, *tf.seed, *nSkills
+	cfg.Value.Batch, cfg.Value.InitBatch, cfg.Policy.Batch = *tf.batch, *tf.batch, *tf.batch
+	cfg.ValueSteps, cfg.PolicySteps, cfg.Epsilon, cfg.FixedMu = *tf.valueSteps, *tf.policySteps, *eps, *dagger
 	if *disdain > 0 {
 		cfg.DISDAIN, cfg.Ensemble = *disdain, *ensemble
 	}
-	data, err := loadTrainingData(*task, *offline, *expert)
+	data, err := tf.load(stdout)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "data: %d offline transitions, %d expert states, task %s, layout %s\n",
-		data.Offline.Len(), len(data.Expert)/data.Offline.ObsDim, data.Task, data.Contract.Layout.Name)
 	start := time.Now()
 	var last map[string]metrics.Num
 	l, err := doi.Train(ctx, data, cfg, doi.Options{
-		Options: trainrun.Options{Dir: *out, Progress: stderr, Quiet: *quiet, Logger: slog.New(slog.NewTextHandler(stderr, nil))},
+		Options: trainrun.Options{Dir: *tf.out, Progress: stderr, Quiet: *tf.quiet, Logger: slog.New(slog.NewTextHandler(stderr, nil))},
 		Observe: func(r map[string]metrics.Num) { last = r },
 	})
 	switch {
@@ -109,9 +83,9 @@ func runTrainDOI(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if berr != nil {
 		return berr
 	}
-	if berr := skills.WriteBank(*bankPath, bank); berr != nil {
+	if berr := skills.WriteBank(*tf.bank, bank); berr != nil {
 		return berr
 	}
-	fmt.Fprintf(stdout, "bank: %s (%d skills)\n", *bankPath, len(bank.Latents))
+	fmt.Fprintf(stdout, "bank: %s (%d skills)\n", *tf.bank, len(bank.Latents))
 	return err
 }

@@ -92,7 +92,9 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: DOI's skills are slots, its learners take no latent", ErrConfig)
 	case c.ClassifierBatch < 1 || !(c.ClassifierLR > 0) || c.Ensemble < 1:
 		return fmt.Errorf("%w: classifier batch %d, rate %v, ensemble %d", ErrConfig, c.ClassifierBatch, c.ClassifierLR, c.Ensemble)
-	case !finite(c.Epsilon, c.MuLR, c.MuBound, c.DISDAIN) || c.MuLR < 0 || c.MuBound <= 0 || c.DISDAIN < 0:
+	// Written as ranges that NaN and infinities fall outside of.
+	case !(math.Abs(c.Epsilon) <= math.MaxFloat64) || !(c.MuLR >= 0 && c.MuLR <= math.MaxFloat64) ||
+		!(c.MuBound > 0 && c.MuBound <= math.MaxFloat64) || !(c.DISDAIN >= 0 && c.DISDAIN <= math.MaxFloat64):
 		return fmt.Errorf("%w: eps %v, mu rate %v, mu bound %v, DISDAIN %v", ErrConfig, c.Epsilon, c.MuLR, c.MuBound, c.DISDAIN)
 	case c.DISDAIN > 0 && c.Ensemble < 2:
 		return fmt.Errorf("%w: DISDAIN needs an ensemble of at least 2 classifiers, not %d", ErrConfig, c.Ensemble)
@@ -103,15 +105,6 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return nil
-}
-
-func finite(v ...float64) bool {
-	for _, x := range v {
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return false
-		}
-	}
-	return true
 }
 
 // skill is one skill's learners and weights.

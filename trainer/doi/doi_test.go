@@ -195,6 +195,8 @@ func TestConfigRefused(t *testing.T) {
 		"one skill":            func(c *Config) { c.Skills = 1 },
 		"DISDAIN alone":        func(c *Config) { c.DISDAIN = 0.1 },
 		"negative mu rate":     func(c *Config) { c.MuLR = -1 },
+		"NaN eps":              func(c *Config) { c.Epsilon = math.NaN() },
+		"infinite DISDAIN":     func(c *Config) { c.DISDAIN, c.Ensemble = math.Inf(1), 2 },
 		"latent-conditioned":   func(c *Config) { c.Value.Latent = 3 },
 		"no classifier batch":  func(c *Config) { c.ClassifierBatch = 0 },
 		"Polyak floor of zero": func(c *Config) { c.MinAlpha = 0 },

@@ -86,6 +86,21 @@ func checkDescriptors(t *testing.T, s *Summary) {
 		s.Label, s.Descriptors.Height, s.Descriptors.ForwardVel, s.Descriptors.LateralVel, s.Descriptors.YawRate, s.Measured)
 }
 
+// stillNavigation is a navigation bank that holds the default pose, and the navigation
+// settings of rollouts episodes of seconds after a one-second stand-up.
+func stillNavigation(t *testing.T, rollouts int, seconds float64) (*skills.Bank, Config) {
+	t.Helper()
+	c := skillstest.Contract(t, skills.Navigation171())
+	c.Kp, c.Kd, c.EpisodeSeconds = collect.Kp, collect.Kd, 12
+	bank := skillstest.Constant(t, c, [skills.NumJoints]float32{})
+	cfg, err := TaskConfig(collect.TaskNavigation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Rollouts, cfg.Task.EpisodeSeconds, cfg.StandUp, cfg.Settle = rollouts, seconds, time.Second, 0
+	return bank, cfg
+}
+
 // Same seed, same numbers, bit for bit, whatever the number of workers; another seed differs.
 func TestEvaluateIsDeterministic(t *testing.T) {
 	bank := trotBank(t)
@@ -128,14 +143,7 @@ func TestEvaluateIsDeterministic(t *testing.T) {
 // A navigation bank runs on the robot's perception (mocap pose and height map) in the obstacle
 // world: no perception fault, features of the navigation projection, goal rewards measured.
 func TestNavigationRunsOnPerception(t *testing.T) {
-	c := skillstest.Contract(t, skills.Navigation171())
-	c.Kp, c.Kd, c.EpisodeSeconds = collect.Kp, collect.Kd, 12
-	bank := skillstest.Constant(t, c, [skills.NumJoints]float32{})
-	cfg, err := TaskConfig(collect.TaskNavigation)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Rollouts, cfg.Task.EpisodeSeconds, cfg.StandUp, cfg.Settle = 2, 1, time.Second, 0
+	bank, cfg := stillNavigation(t, 2, 1)
 	cfg.Traces = true
 	res, err := Evaluate(t.Context(), cfg, Latents(bank))
 	if err != nil {

@@ -5,11 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/dualforce/dualforce/skills"
-	"github.com/dualforce/dualforce/skills/skillstest"
-	"github.com/dualforce/dualforce/trainer/collect"
 )
 
 // latentGrid is a bank's worth of subjects: iterations[i] latents of skill i, iterations 1, 2, ...
@@ -76,14 +73,7 @@ func TestSubsample(t *testing.T) {
 // The fence experiment runs the same subjects in the fenced worlds and records a goal rate per
 // world: a robot standing still reaches the goal in none of them.
 func TestRobustnessRecordsEveryWorld(t *testing.T) {
-	c := skillstest.Contract(t, skills.Navigation171())
-	c.Kp, c.Kd, c.EpisodeSeconds = collect.Kp, collect.Kd, 12
-	bank := skillstest.Constant(t, c, [skills.NumJoints]float32{})
-	cfg, err := TaskConfig(collect.TaskNavigation)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Rollouts, cfg.Task.EpisodeSeconds, cfg.StandUp, cfg.Settle = 1, 0.5, time.Second, 0
+	bank, cfg := stillNavigation(t, 1, 0.5)
 	subjects := Latents(bank)
 	res, err := Evaluate(t.Context(), cfg, subjects)
 	if err != nil {

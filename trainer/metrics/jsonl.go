@@ -164,13 +164,39 @@ type Series struct {
 
 // ReadSeries reads the columns keys of the log at path.
 func ReadSeries(path string, keys ...string) (Series, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return Series{}, fmt.Errorf("metrics: %w", err)
-	}
-	defer f.Close()
 	s := Series{Values: make(map[string][]float64, len(keys))}
-	sc := bufio.NewScanner(f)
+	err := eachRecord(path, func(n int, rec map[string]json.RawMessage) error {
+		var it Num
+		if err := json.Unmarshal(rec[IterationKey], &it); err != nil || math.IsNaN(float64(it)) {
+			return fmt.Errorf("%s line %d: %w: no numeric %q", path, n, ErrMalformed, IterationKey)
+		}
+		s.Iteration = append(s.Iteration, float64(it))
+		for _, k := range keys {
+			v := Num(math.NaN())
+			if raw, ok := rec[k]; ok {
+				if err := json.Unmarshal(raw, &v); err != nil {
+					return fmt.Errorf("%s line %d: %w: %q is not a number", path, n, ErrMalformed, k)
+				}
+			}
+			s.Values[k] = append(s.Values[k], float64(v))
+		}
+		return nil
+	})
+	if err != nil {
+		return Series{}, err
+	}
+	return s, nil
+}
+
+// eachRecord calls f with every non-blank line of the log at path as a JSON object, and its
+// line number.
+func eachRecord(path string, f func(line int, rec map[string]json.RawMessage) error) error {
+	file, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	defer file.Close()
+	sc := bufio.NewScanner(file)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Bytes()
@@ -179,27 +205,16 @@ func ReadSeries(path string, keys ...string) (Series, error) {
 		}
 		var rec map[string]json.RawMessage
 		if err := json.Unmarshal(line, &rec); err != nil {
-			return Series{}, fmt.Errorf("%s line %d: %w: %w", path, n, ErrMalformed, err)
+			return fmt.Errorf("%s line %d: %w: %w", path, n, ErrMalformed, err)
 		}
-		var it Num
-		if err := json.Unmarshal(rec[IterationKey], &it); err != nil || math.IsNaN(float64(it)) {
-			return Series{}, fmt.Errorf("%s line %d: %w: no numeric %q", path, n, ErrMalformed, IterationKey)
-		}
-		s.Iteration = append(s.Iteration, float64(it))
-		for _, k := range keys {
-			v := Num(math.NaN())
-			if raw, ok := rec[k]; ok {
-				if err := json.Unmarshal(raw, &v); err != nil {
-					return Series{}, fmt.Errorf("%s line %d: %w: %q is not a number", path, n, ErrMalformed, k)
-				}
-			}
-			s.Values[k] = append(s.Values[k], float64(v))
+		if err := f(n, rec); err != nil {
+			return err
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return Series{}, fmt.Errorf("metrics: read %s: %w", path, err)
+		return fmt.Errorf("metrics: read %s: %w", path, err)
 	}
-	return s, nil
+	return nil
 }
 
 // Columns lists the numeric columns of the log at path, sorted: the keys whose value is a
@@ -207,23 +222,8 @@ func ReadSeries(path string, keys ...string) (Series, error) {
 // out), IterationKey excepted. A reader that does not know which run wrote a log (a report)
 // plots what is there.
 func Columns(path string) ([]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("metrics: %w", err)
-	}
-	defer f.Close()
 	numeric := map[string]bool{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Bytes()
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		var rec map[string]json.RawMessage
-		if err := json.Unmarshal(line, &rec); err != nil {
-			return nil, fmt.Errorf("%s line %d: %w: %w", path, n, ErrMalformed, err)
-		}
+	err := eachRecord(path, func(_ int, rec map[string]json.RawMessage) error {
 		for k, raw := range rec {
 			var v Num
 			ok := json.Unmarshal(raw, &v) == nil
@@ -232,9 +232,10 @@ func Columns(path string) ([]string, error) {
 			}
 			numeric[k] = ok
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("metrics: read %s: %w", path, err)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	var out []string
 	for k, ok := range numeric {
