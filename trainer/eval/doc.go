@@ -25,6 +25,9 @@
 // Every rollout is also described on ground truth (Descriptors: mean base height, forward,
 // lateral and yaw velocity; time to the goal), and a locomotion latent is tagged by its height
 // class (MeasuredTags), so that skills can be chosen by what they were measured to do. The first
-// Config.Paths rollouts of each latent keep their base path for plots. The results file
+// Config.Paths rollouts of each latent keep their base path for plots. Robustness reruns the
+// subjects in other worlds (FenceWorlds: the way round the box fenced off on the left, the
+// right, both) and records each one's goal rate there; Subsample spreads a budget of latents
+// evenly over a large bank's skills and iterations. The results file
 // (eval.json) is the input of trainer/report: ReadResult reads it back and checks it.
 package eval

@@ -11,7 +11,7 @@
 // DOI runs each write one). The page shows per run: returns and the filter; the heat map of
 // pairwise online-SF distances over the reference and the latents that pass the filter (the
 // reference, the SMODICE-expert, as row 1); a PCA projection of the same SFs; per-skill
-// top-down base paths coloured by base height; every numeric column of every metrics log; the
+// top-down base paths of every evaluated latent coloured by base height; every numeric column of every metrics log; the
 // fence robustness table; and, across runs, a side-by-side comparison (distinct behaviour modes
 // among passing latents, mean minimum SF distance, share passing the filter, returns).
 package report

@@ -97,6 +97,10 @@ func pca(x [][]float64) Projection {
 	for _, s := range sv {
 		total += s * s
 	}
+	// Identical points leave only rounding noise: no direction explains anything.
+	if total <= 1e-24*float64(n*d) {
+		return out
+	}
 	for k := 0; k < 2 && k < len(sv); k++ {
 		if total > 0 {
 			out.Explained[k] = sv[k] * sv[k] / total
@@ -119,6 +123,9 @@ func projectionFigure(res *eval.Result) ([]byte, error) {
 		x[a] = res.Subjects[i].Psi
 	}
 	proj := pca(x)
+	if proj.Explained[0] == 0 {
+		return nil, nil // every point the same: nothing to project
+	}
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("PCA of online successor features (PC1 %.0f%%, PC2 %.0f%% of variance)", 100*proj.Explained[0], 100*proj.Explained[1])
 	p.X.Label.Text, p.Y.Label.Text = "PC1", "PC2"
@@ -186,11 +193,15 @@ func sortedKeys[V any](m map[int]V) []int {
 // maxPathPoints bounds the segments drawn per path.
 const maxPathPoints = 200
 
+// maxPanelPaths bounds the paths drawn in one trace panel.
+const maxPanelPaths = 40
+
 // tracesFigure draws the kept base paths seen from above, one panel per skill (the reference
-// first), over the evaluation's world, every segment coloured by the base height on a shared
-// colour bar. Nil when no path was kept.
+// first), of every evaluated latent, passing the filter or not (how failing skills move is
+// part of the answer), at most maxPanelPaths per panel, over the evaluation's world, every
+// segment coloured by the base height on a shared colour bar. Nil when no path was kept.
 func tracesFigure(res *eval.Result) ([]byte, error) {
-	idx := shown(res)
+	idx := shownFirst(res)
 	ref := reference(res)
 	type panel struct {
 		title string
@@ -215,7 +226,7 @@ func tracesFigure(res *eval.Result) ([]byte, error) {
 			panels = append(panels, pn)
 		}
 		for k := range s.Rollouts {
-			if p := s.Rollouts[k].Path; p != nil && len(p.X) > 1 {
+			if p := s.Rollouts[k].Path; p != nil && len(p.X) > 1 && len(pn.paths) < maxPanelPaths {
 				if len(pn.paths) == 0 {
 					pn.seed = s.Rollouts[k].Seed
 				}

@@ -91,7 +91,7 @@ func section(run *Run) (runSection, error) {
 			return sec, err
 		}
 		png, err = distanceFigure(res)
-		if err := add("Successor-feature distances", "Pairwise l2 distances between online successor features of the reference (row 1) and the latents that pass the filter.", png, err); err != nil {
+		if err := add("Successor-feature distances", "Pairwise l2 distances between online successor features of the reference (row 1) and the latents that pass the filter (every latent when no filter was applied).", png, err); err != nil {
 			return sec, err
 		}
 		png, err = projectionFigure(res)
@@ -99,10 +99,10 @@ func section(run *Run) (runSection, error) {
 			return sec, err
 		}
 		if png == nil {
-			sec.Notes = append(sec.Notes, "No projection: fewer than two subjects pass the filter.")
+			sec.Notes = append(sec.Notes, "No projection: fewer than two subjects pass the filter, or their successor features are all the same.")
 		}
 		png, err = tracesFigure(res)
-		if err := add("Top-down base paths per skill", "Base paths of the kept rollouts seen from above over the evaluation world, coloured by base height above the terrain.", png, err); err != nil {
+		if err := add("Top-down base paths per skill", fmt.Sprintf("Base paths of the kept rollouts of every evaluated latent, passing the filter or not (at most %d per panel), seen from above over the evaluation world, coloured by base height above the terrain.", maxPanelPaths), png, err); err != nil {
 			return sec, err
 		}
 		if png == nil {

@@ -97,6 +97,10 @@ func TestPCA(t *testing.T) {
 	if d := math.Abs(p.Points[3][0] - p.Points[0][0]); math.Abs(d-3*math.Sqrt2) > 1e-2 {
 		t.Fatalf("PC1 spread %v, want %v", d, 3*math.Sqrt2)
 	}
+	// Identical points: nothing to project.
+	if p := pca([][]float64{{1, 2}, {1, 2}}); p.Explained != [2]float64{} {
+		t.Fatalf("identical points: %+v", p)
+	}
 	// One feature: a second component does not exist.
 	p = pca([][]float64{{1}, {2}, {4}})
 	if p.Explained != [2]float64{1, 0} || p.Points[2][1] != 0 {
