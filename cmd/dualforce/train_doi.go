@@ -7,12 +7,14 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"path/filepath"
 	"time"
 
 	"github.com/dualforce/dualforce/skills"
 	"github.com/dualforce/dualforce/trainer/doi"
 	"github.com/dualforce/dualforce/trainer/metrics"
 	trainrun "github.com/dualforce/dualforce/trainer/run"
+	"github.com/dualforce/dualforce/trainer/smodice"
 )
 
 const trainDOIUsage = `Usage: dualforce train doi --offline FILE [--expert FILE] --out DIR [flags]
@@ -24,7 +26,10 @@ one-hot codes, each a KL-dual value learner and a weighted-BC policy on the rewa
 of the skills' weighted states; the weights are Polyak-averaged and the multipliers keep each
 skill's constraint phi_z under --eps. --disdain W adds the DISDAIN bonus (disagreement of an
 ensemble of --ensemble classifiers) with weight W. --dagger pins sigmoid(mu) at 1
-(SMODICE-dagger, the collapse check).
+(SMODICE-dagger, the collapse check). --smodice RUN imitates a SMODICE-expert run on the same
+data, as the DOI authors do: its r_E instead of a discriminator trained here, and its
+occupancy ratios eta_E for each skill's constraint KL(d_z || d_E); without it the constraint is
+Dual-Force's phi_z (log N + sum w (log w - r_E)).
 
 Writes into DIR: metrics.jsonl (per skill phi_z, sigma_z, ESS, losses, expert mass; the
 classifier's loss and mean entropy H(q), which nears log n when q collapses to uniform; the
@@ -42,6 +47,7 @@ func runTrainDOI(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	disdain := fs.Float64("disdain", 0, "weight of the DISDAIN bonus (0: plain DOI)")
 	ensemble := fs.Int("ensemble", 4, "classifiers in the DISDAIN ensemble (with --disdain)")
 	dagger := fs.Bool("dagger", false, "pin sigmoid(mu) at 1: SMODICE-dagger")
+	expertRun := fs.String("smodice", "", "a SMODICE-expert run directory on the same data: imitate its r_E and ratios (constraint KL(d_z || d_E)) instead of training a discriminator")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
@@ -59,11 +65,17 @@ func runTrainDOI(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
+	var expertCk *smodice.Checkpoint
+	if *expertRun != "" {
+		if expertCk, err = smodice.Read(filepath.Join(*expertRun, trainrun.CheckpointFile)); err != nil {
+			return err
+		}
+	}
 	start := time.Now()
 	var last map[string]metrics.Num
 	l, err := doi.Train(ctx, data, cfg, doi.Options{
 		Options: trainrun.Options{Dir: *tf.out, Progress: stderr, Quiet: *tf.quiet, Logger: slog.New(slog.NewTextHandler(stderr, nil))},
-		Observe: func(r map[string]metrics.Num) { last = r },
+		Observe: func(r map[string]metrics.Num) { last = r }, Expert: expertCk,
 	})
 	switch {
 	case errors.Is(err, doi.ErrConfig):

@@ -39,6 +39,14 @@ func TestTrainDOI(t *testing.T) {
 	if !strings.Contains(string(html), "Training metrics: metrics.jsonl") {
 		t.Fatal("the report of a DOI run has no metrics figure")
 	}
+	// Imitating a SMODICE-expert run on the same data.
+	smodiceRun := filepath.Join(dir, "smodice")
+	mustRun(t, "train", "smodice", "--offline", data, "--out", smodiceRun, "--disc-steps", "30", "--batch", "64", "--iters", "3", "--quiet")
+	out = mustRun(t, "train", "doi", "--offline", data, "--out", filepath.Join(dir, "doi-on-smodice"), "--smodice", smodiceRun,
+		"--batch", "64", "--iters", "3", "--quiet")
+	if !strings.Contains(out, "(3 skills)") {
+		t.Fatalf("train doi --smodice printed %q", out)
+	}
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -47,6 +55,7 @@ func TestTrainDOI(t *testing.T) {
 		{[]string{"train", "doi", "--offline", data, "--out", filepath.Join(dir, "one"), "--skills", "1"}, 2, "a discriminator needs two"},
 		{[]string{"train", "doi", "--offline", data, "--out", run, "--disc-steps", "1", "--iters", "1"}, 1, "does not resume"},
 		{[]string{"train", "doi", "--out", run}, 2, "--offline and --out are required"},
+		{[]string{"train", "doi", "--offline", data, "--out", filepath.Join(dir, "x"), "--smodice", dir}, 1, "checkpoint"},
 	} {
 		code, stdout, stderr := dualforce(tc.args...)
 		if code != tc.code || !strings.Contains(stdout+stderr, tc.want) {

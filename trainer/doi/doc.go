@@ -6,10 +6,14 @@
 //
 // and per skill the same machinery as SMODICE-expert and Dual-Force: the KL-dual value learner
 // (trainer/dice) with its whole-set weights, Polyak-averaged (dice.Polyak), weighted behaviour
-// cloning (trainer/wbc), the constraint estimate phi_z = dice.Constraint, and a bounded
-// multiplier per skill stepped by gradient descent on sum_z sigmoid(mu_z)(eps - phi_z). With
+// cloning (trainer/wbc), a constraint per skill, and a bounded multiplier per skill stepped by gradient descent on sum_z sigmoid(mu_z)(eps - phi_z). With
 // DISDAIN on, q is the mean of an ensemble of classifiers and the disagreement bonus
 // H(mean q) - mean H(q) (an information gain) is added to the diversity term with its weight.
+//
+// What DOI imitates (Imitation): either a SMODICE-expert run on the same data, as the DOI
+// authors pre-process (its r_E, and its occupancy ratios eta_E, so that a skill's constraint is
+// the spec's KL(d_z || d_E) = sum w_z log(w_z / eta_E)), or an r_E trained here by the
+// discriminator, with Dual-Force's constraint phi_z = dice.Constraint(w_z, r_E).
 //
 // Skills are independent (no shared weights) and step side by side on goroutines; the
 // classifier and the multipliers step after them. The run harness (trainer/run) writes

@@ -22,6 +22,7 @@ import (
 	"github.com/dualforce/dualforce/trainer/nn"
 	"github.com/dualforce/dualforce/trainer/prep"
 	"github.com/dualforce/dualforce/trainer/run"
+	"github.com/dualforce/dualforce/trainer/smodice"
 	"github.com/dualforce/dualforce/trainer/wbc"
 )
 
@@ -122,11 +123,21 @@ type skill struct {
 	stats                 dice.WeightStats
 }
 
+// Imitation is what DOI imitates: the imitation reward r_E of every offline transition and,
+// optionally, the SMODICE-expert's occupancy ratios eta_E (whole-set weights, summing to 1).
+// With ratios, a skill's constraint is the spec's KL(d_z || d_E) = sum w_z log(w_z / eta_E);
+// without, Dual-Force's phi_z = dice.Constraint(w_z, r_E).
+type Imitation struct {
+	Reward []float32
+	Ratios []float64
+}
+
 // Loop is DOI's iteration on prepared data and a fixed imitation reward r_E.
 type Loop struct {
 	cfg       Config
 	d         *prep.Data
 	rE        []float32
+	ratios    []float64
 	skills    []*skill
 	ensemble  []*classifier
 	rng       *rand.Rand // the classifiers' draws
@@ -141,20 +152,29 @@ type Loop struct {
 }
 
 // NewLoop builds n fresh skills (independent networks, each its own generator) and the
-// classifier ensemble on d with imitation reward rE (one value per offline transition).
-func NewLoop(d *prep.Data, rE []float32, cfg Config) (*Loop, error) {
+// classifier ensemble on d, imitating im (one value per offline transition).
+func NewLoop(d *prep.Data, im Imitation, cfg Config) (*Loop, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	n := d.Offline.Len()
-	if len(rE) != n {
-		return nil, fmt.Errorf("%w: %d imitation rewards for %d transitions", dice.ErrRewardLength, len(rE), n)
+	if len(im.Reward) != n {
+		return nil, fmt.Errorf("%w: %d imitation rewards for %d transitions", dice.ErrRewardLength, len(im.Reward), n)
 	}
-	if err := dataset.CheckFinite("r_E", rE, 1); err != nil {
+	if err := dataset.CheckFinite("r_E", im.Reward, 1); err != nil {
 		return nil, err
 	}
+	if im.Ratios != nil {
+		if len(im.Ratios) != n {
+			return nil, fmt.Errorf("%w: %d expert ratios for %d transitions", ErrImitation, len(im.Ratios), n)
+		}
+		if err := dice.CheckWeights(im.Ratios); err != nil {
+			return nil, fmt.Errorf("%w: expert ratios: %w", ErrImitation, err)
+		}
+	}
+	rE := im.Reward
 	l := &Loop{
-		cfg: cfg, d: d, rE: rE, rng: rand.New(rand.NewPCG(cfg.Seed, 0xd0c1a55)), mu: make([]float64, cfg.Skills),
+		cfg: cfg, d: d, rE: rE, ratios: im.Ratios, rng: rand.New(rand.NewPCG(cfg.Seed, 0xd0c1a55)), mu: make([]float64, cfg.Skills),
 		probs: make([]float64, n*cfg.Skills), bonus: make([]float64, n),
 		x: make([]float32, cfg.Skills*cfg.ClassifierBatch*d.FeatureDim), labels: make([]int, cfg.Skills*cfg.ClassifierBatch),
 	}
@@ -303,7 +323,11 @@ func (l *Loop) train(ctx context.Context, s *skill) error {
 		s.policyLoss = s.pi.Step()
 	}
 	s.stats = dice.Summarise(avg)
-	s.phi = dice.Constraint(avg, l.rE)
+	if l.ratios != nil {
+		s.phi = klTo(avg, l.ratios)
+	} else {
+		s.phi = dice.Constraint(avg, l.rE)
+	}
 	s.psi = dice.SuccessorFeatures(avg, l.d.Phi, l.d.FeatureDim)
 	sum := 0.0
 	for i, x := range avg {
@@ -335,6 +359,21 @@ func (l *Loop) trainClassifiers() float64 {
 	}
 	return loss
 }
+
+// klTo is KL(w || ref) = sum w log(w / ref) over the offline set, both floored at
+// dice.WeightFloor inside the logarithm.
+func klTo(w, ref []float64) float64 {
+	kl := 0.0
+	for i, x := range w {
+		if x > 0 {
+			kl += x * (math.Log(max(x, dice.WeightFloor)) - math.Log(max(ref[i], dice.WeightFloor)))
+		}
+	}
+	return kl
+}
+
+// ErrImitation reports an imitation target that does not fit the data.
+var ErrImitation = errors.New("doi: imitation target does not fit the data")
 
 // draw returns an index with probability proportional to its weight, given the cumulative
 // weights cdf.
@@ -425,16 +464,43 @@ func (l *Loop) Checkpoint() (*checkpoint.File, error) {
 // Plot draws nothing of its own: dualforce report plots every column of the metrics log.
 func (l *Loop) Plot(string) error { return nil }
 
-// Options are how a run reports and where it writes.
+// Options are how a run reports and where it writes, and what it imitates.
 type Options struct {
 	run.Options
+	// Expert, when set, is a SMODICE-expert run on the same data: its r_E replaces a
+	// discriminator trained here, and its occupancy ratios give the constraint KL(d_z || d_E).
+	Expert *smodice.Checkpoint
 	// Observe, when set, sees every metrics record right after it is logged.
 	Observe func(map[string]metrics.Num)
 }
 
-// Train trains the imitation reward r_E (the discriminator, as SMODICE-expert does) and runs
-// DOI on d for cfg.Run.Iterations, in the run directory opt.Dir. It returns the loop, whose
-// Bank is the result; on cancellation the loop so far and ctx's error.
+// ExpertImitation is the imitation target of a SMODICE-expert run on d: its r_E and the
+// whole-set weights of its value function (its occupancy ratios eta_E).
+func ExpertImitation(d *prep.Data, ck *smodice.Checkpoint) (Imitation, error) {
+	if ck.Digest != d.Digest {
+		return Imitation{}, fmt.Errorf("%w: the SMODICE-expert run trained on other data", ErrImitation)
+	}
+	v, err := dice.NewValue(d.Offline, ck.Config.Value, rand.New(rand.NewPCG(0, 0)))
+	if err != nil {
+		return Imitation{}, err
+	}
+	if err := v.Restore(ck.V); err != nil {
+		return Imitation{}, fmt.Errorf("%w: %w", ErrImitation, err)
+	}
+	if err := v.SetReward(ck.Reward); err != nil {
+		return Imitation{}, fmt.Errorf("%w: %w", ErrImitation, err)
+	}
+	w, err := v.Weights()
+	if err != nil {
+		return Imitation{}, err
+	}
+	return Imitation{Reward: ck.Reward, Ratios: slices.Clone(w)}, nil
+}
+
+// Train runs DOI on d for cfg.Run.Iterations in the run directory opt.Dir, imitating
+// opt.Expert's SMODICE-expert run or, without one, an imitation reward r_E it trains first
+// (the discriminator, as SMODICE-expert does). It returns the loop, whose Bank is the result;
+// on cancellation the loop so far and ctx's error.
 func Train(ctx context.Context, d *prep.Data, cfg Config, opt Options) (*Loop, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -454,14 +520,23 @@ func Train(ctx context.Context, d *prep.Data, cfg Config, opt Options) (*Loop, e
 	if file != nil {
 		return nil, ErrNoResume
 	}
-	opt.Log().Info("training the discriminator", "steps", cfg.DiscSteps)
-	r, err := disc.TrainReward(ctx, d.Expert, d.Offline.Obs, d.Offline.ObsDim, cfg.Disc,
-		disc.RewardOptions{Steps: cfg.DiscSteps, HoldOut: cfg.HoldOut, Progress: opt.Progress, Quiet: opt.Quiet})
-	if err != nil {
-		return nil, err
+	var im Imitation
+	if opt.Expert != nil {
+		if im, err = ExpertImitation(d, opt.Expert); err != nil {
+			return nil, err
+		}
+		opt.Log().Info("imitating the SMODICE-expert run", "iteration", opt.Expert.Iteration, "expert_ess", dice.Summarise(im.Ratios).ESS)
+	} else {
+		opt.Log().Info("training the discriminator", "steps", cfg.DiscSteps)
+		r, err := disc.TrainReward(ctx, d.Expert, d.Offline.Obs, d.Offline.ObsDim, cfg.Disc,
+			disc.RewardOptions{Steps: cfg.DiscSteps, HoldOut: cfg.HoldOut, Progress: opt.Progress, Quiet: opt.Quiet})
+		if err != nil {
+			return nil, err
+		}
+		opt.Log().Info("discriminator", "held_out_accuracy", r.Report.HeldOutAccuracy)
+		im.Reward = r.R
 	}
-	opt.Log().Info("discriminator", "held_out_accuracy", r.Report.HeldOutAccuracy)
-	l, err := NewLoop(d, r.R, cfg)
+	l, err := NewLoop(d, im, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package doi
 
 import (
 	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -11,9 +12,11 @@ import (
 
 	"github.com/dualforce/dualforce/skills"
 	"github.com/dualforce/dualforce/trainer/datafile/datafiletest"
+	"github.com/dualforce/dualforce/trainer/dice"
 	"github.com/dualforce/dualforce/trainer/metrics"
 	"github.com/dualforce/dualforce/trainer/prep"
 	"github.com/dualforce/dualforce/trainer/run"
+	"github.com/dualforce/dualforce/trainer/smodice"
 )
 
 // The cross-entropy gradient against central differences of the loss, and a broken gradient
@@ -160,7 +163,7 @@ func TestDaggerRewardIsImitationOnly(t *testing.T) {
 	}
 	cfg := testConfig()
 	cfg.FixedMu = true
-	l, err := NewLoop(d, rE, cfg)
+	l, err := NewLoop(d, Imitation{Reward: rE}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +177,7 @@ func TestDaggerRewardIsImitationOnly(t *testing.T) {
 	}
 	// Plain DOI at sigmoid(0) = 1/2: half the log-ratio of q, half r_E.
 	cfg.FixedMu = false
-	l, err = NewLoop(d, rE, cfg)
+	l, err = NewLoop(d, Imitation{Reward: rE}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,11 +206,64 @@ func TestConfigRefused(t *testing.T) {
 	} {
 		cfg := testConfig()
 		edit(&cfg)
-		if _, err := NewLoop(d, make([]float32, d.Offline.Len()), cfg); err == nil || !strings.Contains(err.Error(), "doi: bad configuration") {
+		if _, err := NewLoop(d, Imitation{Reward: make([]float32, d.Offline.Len())}, cfg); err == nil || !strings.Contains(err.Error(), "doi: bad configuration") {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if _, err := NewLoop(d, make([]float32, 3), testConfig()); err == nil {
+	if _, err := NewLoop(d, Imitation{Reward: make([]float32, 3)}, testConfig()); err == nil {
 		t.Error("a short r_E was taken")
+	}
+	bad := Imitation{Reward: make([]float32, d.Offline.Len()), Ratios: make([]float64, d.Offline.Len())}
+	if _, err := NewLoop(d, bad, testConfig()); !errors.Is(err, ErrImitation) {
+		t.Errorf("ratios that are not a distribution: %v", err)
+	}
+}
+
+func TestKLTo(t *testing.T) {
+	w, ref := []float64{0.5, 0.5, 0}, []float64{0.25, 0.25, 0.5}
+	if got := klTo(w, ref); math.Abs(got-math.Log(2)) > 1e-12 {
+		t.Fatalf("KL %v, want log 2", got)
+	}
+	if got := klTo(ref, ref); got != 0 {
+		t.Fatalf("KL of a distribution to itself %v", got)
+	}
+}
+
+// DOI imitating a SMODICE-expert run: its r_E and its ratios, the constraint KL(d_z || d_E)
+// (non-negative, unlike Dual-Force's phi which is shifted by E_w r_E), and data of another run
+// refused.
+func TestImitatesASMODICERun(t *testing.T) {
+	d := prepared(t)
+	scfg := smodice.DefaultConfig()
+	scfg.Disc.Hidden, scfg.Disc.Batch, scfg.DiscSteps = []int{32}, 128, 100
+	scfg.Value.Hidden, scfg.Policy.Hidden = []int{32}, []int{32}
+	scfg.Value.Batch, scfg.Value.InitBatch, scfg.Value.ChunkRows, scfg.Policy.Batch = 128, 64, 4096, 128
+	scfg.Run = run.Settings{Iterations: 20, CheckpointEvery: 20}
+	ck, err := smodice.Train(context.Background(), d, scfg, smodice.Options{Options: run.Options{Dir: t.TempDir(), Quiet: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := ExpertImitation(d, ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(im.Reward, ck.Reward) || dice.CheckWeights(im.Ratios) != nil {
+		t.Fatal("the imitation target is not the run's r_E and weights")
+	}
+	cfg := testConfig()
+	cfg.Run.Iterations = 5
+	l, err := Train(context.Background(), d, cfg, Options{Options: run.Options{Dir: t.TempDir(), Quiet: true}, Expert: ck})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for z, s := range l.skills {
+		if !(s.phi >= 0) || math.Abs(s.phi-klTo(s.polyak.W, im.Ratios)) > 1e-12 {
+			t.Fatalf("skill %d: constraint %v, KL to the expert's ratios %v", z, s.phi, klTo(s.polyak.W, im.Ratios))
+		}
+	}
+	other := *ck
+	other.Digest[0] ^= 1
+	if _, err := ExpertImitation(d, &other); !errors.Is(err, ErrImitation) {
+		t.Fatalf("a run on other data: %v", err)
 	}
 }
