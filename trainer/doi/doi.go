@@ -17,6 +17,7 @@ import (
 	"github.com/dualforce/dualforce/trainer/dataset"
 	"github.com/dualforce/dualforce/trainer/dice"
 	"github.com/dualforce/dualforce/trainer/disc"
+	"github.com/dualforce/dualforce/trainer/dualforce"
 	"github.com/dualforce/dualforce/trainer/export"
 	"github.com/dualforce/dualforce/trainer/metrics"
 	"github.com/dualforce/dualforce/trainer/nn"
@@ -49,11 +50,10 @@ type Config struct {
 	ClassifierLR     float64 `json:"classifier_lr"`
 	ClassifierBatch  int     `json:"classifier_batch"`
 	ClassifierSteps  int     `json:"classifier_steps"`
-	// Epsilon is the constraint's bound on phi_z; MuLR the multipliers' step; mu stays in
-	// [-MuBound, MuBound] (sigmoid saturates beyond 3).
+	// Epsilon is the constraint's bound on phi_z; MuLR the multipliers' step (Dual-Force's
+	// bounded step, dualforce.MultiplierStep).
 	Epsilon float64 `json:"epsilon"`
 	MuLR    float64 `json:"mu_lr"`
-	MuBound float64 `json:"mu_bound"`
 	// MinAlpha floors the Polyak step of the weights (alpha_k = max(1/k, MinAlpha)).
 	MinAlpha float64 `json:"min_alpha"`
 	// DISDAIN weighs the ensemble-disagreement bonus (0: plain DOI); Ensemble is the number of
@@ -67,14 +67,14 @@ type Config struct {
 
 // DefaultConfig is n = 3 with the spec's discriminator and SMODICE's learners, a 256-256
 // classifier (Adam 3e-4, 256 samples per skill, one step per iteration), the locomotion
-// constraint eps = 4, multipliers stepped at 0.05 within [-3, 3], Polyak floor 0.05, DISDAIN
+// constraint eps = 4, multipliers stepped at 0.05 within +-dualforce.MuBound, Polyak floor 0.05, DISDAIN
 // off; 20000 iterations, checkpointed every 500.
 func DefaultConfig() Config {
 	return Config{
 		Seed: 1, Skills: 3, Disc: disc.DefaultConfig(), DiscSteps: 20000, HoldOut: 0.1,
 		Value: dice.DefaultValueConfig(), Policy: wbc.DefaultConfig(), ValueSteps: 1, PolicySteps: 1,
 		ClassifierHidden: []int{256, 256}, ClassifierLR: 3e-4, ClassifierBatch: 256, ClassifierSteps: 1,
-		Epsilon: 4, MuLR: 0.05, MuBound: 3, MinAlpha: 0.05, Ensemble: 1,
+		Epsilon: 4, MuLR: 0.05, MinAlpha: 0.05, Ensemble: 1,
 		Run: run.Settings{Iterations: 20000, CheckpointEvery: 500},
 	}
 }
@@ -95,8 +95,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: classifier batch %d, rate %v, ensemble %d", ErrConfig, c.ClassifierBatch, c.ClassifierLR, c.Ensemble)
 	// Written as ranges that NaN and infinities fall outside of.
 	case !(math.Abs(c.Epsilon) <= math.MaxFloat64) || !(c.MuLR >= 0 && c.MuLR <= math.MaxFloat64) ||
-		!(c.MuBound > 0 && c.MuBound <= math.MaxFloat64) || !(c.DISDAIN >= 0 && c.DISDAIN <= math.MaxFloat64):
-		return fmt.Errorf("%w: eps %v, mu rate %v, mu bound %v, DISDAIN %v", ErrConfig, c.Epsilon, c.MuLR, c.MuBound, c.DISDAIN)
+		!(c.DISDAIN >= 0 && c.DISDAIN <= math.MaxFloat64):
+		return fmt.Errorf("%w: eps %v, mu rate %v, DISDAIN %v", ErrConfig, c.Epsilon, c.MuLR, c.DISDAIN)
 	case c.DISDAIN > 0 && c.Ensemble < 2:
 		return fmt.Errorf("%w: DISDAIN needs an ensemble of at least 2 classifiers, not %d", ErrConfig, c.Ensemble)
 	case !(c.MinAlpha > 0 && c.MinAlpha <= 1):
@@ -205,7 +205,7 @@ func (l *Loop) sigma(z int) float64 {
 	if l.cfg.FixedMu {
 		return 1
 	}
-	return 1 / (1 + math.Exp(-l.mu[z]))
+	return dualforce.Sigmoid(l.mu[z])
 }
 
 // classifyAll computes the ensemble-mean q(.|phi(s)) of every offline state and, with an
@@ -270,25 +270,31 @@ func (l *Loop) Iterate(ctx context.Context) (map[string]metrics.Num, error) {
 		return rec, fmt.Errorf("doi: iteration %d: %w", l.iteration, err)
 	}
 	rec["classifier_loss"] = metrics.Num(l.trainClassifiers())
-	psis := make([][]float32, k)
+	psis := make([][]float64, k)
+	phis := make([]float64, k)
 	for z, s := range l.skills {
-		key := func(name string) string { return name + "_" + strconv.Itoa(z) }
-		sig := l.sigma(z)
+		key := func(name string) string { return dualforce.SkillKey(name, z) }
 		rec[key("value_loss")], rec[key("policy_loss")] = metrics.Num(s.valueLoss), metrics.Num(s.policyLoss)
-		rec[key("phi")], rec[key("sigma")] = metrics.Num(s.phi), metrics.Num(sig)
+		rec[key("phi")], rec[key("sigma")] = metrics.Num(s.phi), metrics.Num(l.sigma(z))
 		rec[key("ess")] = metrics.Num(s.stats.ESS)
 		if l.d.IsExpert != nil {
 			m, _ := dice.ExpertMass(s.polyak.W, l.d.IsExpert)
 			rec[key("expert_mass")] = metrics.Num(m)
 		}
-		psis[z] = s.psi
-		// Gradient descent on sigmoid(mu)(eps - phi): a violated constraint raises mu.
-		if !l.cfg.FixedMu {
-			l.mu[z] -= l.cfg.MuLR * sig * (1 - sig) * (l.cfg.Epsilon - s.phi)
-			l.mu[z] = min(max(l.mu[z], -l.cfg.MuBound), l.cfg.MuBound)
+		psis[z] = make([]float64, len(s.psi))
+		for i, v := range s.psi {
+			psis[z][i] = float64(v)
 		}
+		phis[z] = s.phi
 	}
-	rec["mean_min_distance"] = metrics.Num(meanMinDistance(psis))
+	if !l.cfg.FixedMu {
+		dualforce.MultiplierStep(l.mu, phis, l.cfg.Epsilon, l.cfg.MuLR)
+	}
+	nb, err := dualforce.Nearest(psis)
+	if err != nil {
+		return rec, err
+	}
+	rec["mean_min_distance"] = metrics.Num(dualforce.MeanMinDistance(nb.Distance))
 	rec["seconds"] = metrics.Num(time.Since(start).Seconds())
 	return rec, nil
 }
@@ -381,28 +387,6 @@ func draw(cdf []float64, rng *rand.Rand) int {
 	u := cdf[len(cdf)-1] * (1 - rng.Float64())
 	i, _ := slices.BinarySearch(cdf, u)
 	return min(i, len(cdf)-1)
-}
-
-// meanMinDistance is the mean over skills of the l2 distance from a skill's successor
-// features to the nearest other skill's.
-func meanMinDistance(psi [][]float32) float64 {
-	total := 0.0
-	for i := range psi {
-		nearest := math.Inf(1)
-		for j := range psi {
-			if j == i {
-				continue
-			}
-			ss := 0.0
-			for k := range psi[i] {
-				e := float64(psi[i][k] - psi[j][k])
-				ss += e * e
-			}
-			nearest = min(nearest, math.Sqrt(ss))
-		}
-		total += nearest / float64(len(psi))
-	}
-	return total
 }
 
 // Describe is the progress bar's text after a record.

@@ -13,14 +13,16 @@ import (
 	"github.com/dualforce/dualforce/skills"
 	"github.com/dualforce/dualforce/trainer/datafile/datafiletest"
 	"github.com/dualforce/dualforce/trainer/dice"
+	"github.com/dualforce/dualforce/trainer/dualforce"
+	"github.com/dualforce/dualforce/trainer/internal/gradcheck"
 	"github.com/dualforce/dualforce/trainer/metrics"
 	"github.com/dualforce/dualforce/trainer/prep"
 	"github.com/dualforce/dualforce/trainer/run"
 	"github.com/dualforce/dualforce/trainer/smodice"
 )
 
-// The cross-entropy gradient against central differences of the loss, and a broken gradient
-// (the one-hot term left out) caught by the same check.
+// The cross-entropy gradient against central differences of the loss (trainer/internal/gradcheck),
+// and a broken gradient caught by the same check.
 func TestCrossEntropyGradient(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	const n, rows = 3, 4
@@ -29,33 +31,12 @@ func TestCrossEntropyGradient(t *testing.T) {
 		logits[i] = 2 * rng.NormFloat64()
 	}
 	labels := []int{0, 2, 1, 2}
-	broken := func(logits []float64, labels []int, n int, grad []float64) float64 {
-		loss := crossEntropy(logits, labels, n, grad)
-		for r, z := range labels {
-			grad[r*n+z] += 1 / float64(len(labels))
-		}
-		return loss
-	}
-	check := func(f func([]float64, []int, int, []float64) float64) float64 {
-		grad, scratch := make([]float64, len(logits)), make([]float64, len(logits))
-		f(logits, labels, n, grad)
-		worst := 0.0
-		const h = 1e-6
-		for i := range logits {
-			x := slices.Clone(logits)
-			x[i] += h
-			up := crossEntropy(x, labels, n, scratch)
-			x[i] -= 2 * h
-			down := crossEntropy(x, labels, n, scratch)
-			worst = max(worst, math.Abs((up-down)/(2*h)-grad[i]))
-		}
-		return worst
-	}
-	if e := check(crossEntropy[float64]); e > 1e-8 {
-		t.Fatalf("cross-entropy gradient off by %g", e)
-	}
-	if e := check(broken); e < 1e-2 {
-		t.Fatalf("a broken gradient passed the check (error %g)", e)
+	grad, scratch := make([]float64, len(logits)), make([]float64, len(logits))
+	crossEntropy(logits, labels, n, grad)
+	loss := func() float64 { return crossEntropy(logits, labels, n, scratch) }
+	gradcheck.Check(t, "cross-entropy", logits, grad, loss, 1e-6)
+	if r := gradcheck.Compare(logits, gradcheck.Broken(grad, 2, 0.1), loss); r.Worst < 1e-3 {
+		t.Fatalf("a broken gradient passed the check (error %g)", r.Worst)
 	}
 }
 
@@ -126,7 +107,7 @@ func TestTrainSmall(t *testing.T) {
 				t.Fatalf("%d records", len(s.Iteration))
 			}
 			for _, m := range l.Multipliers() {
-				if lo, hi := 1/(1+math.Exp(cfg.MuBound)), 1/(1+math.Exp(-cfg.MuBound)); m < lo-1e-12 || m > hi+1e-12 {
+				if lo, hi := dualforce.Sigmoid(-dualforce.MuBound), dualforce.Sigmoid(dualforce.MuBound); m < lo-1e-12 || m > hi+1e-12 {
 					t.Fatalf("sigmoid(mu) %v outside [%v, %v]", m, lo, hi)
 				}
 			}
