@@ -458,11 +458,13 @@ type Options struct {
 	Observe func(map[string]metrics.Num)
 }
 
-// ExpertImitation is the imitation target of a SMODICE-expert run on d: its r_E and the
-// whole-set weights of its value function (its occupancy ratios eta_E).
+// ExpertImitation is the imitation target of a SMODICE-expert run on d: its r_E (checked to
+// be of d's data by dualforce.ImitationReward) and the whole-set weights of its value function
+// (its occupancy ratios eta_E).
 func ExpertImitation(d *prep.Data, ck *smodice.Checkpoint) (Imitation, error) {
-	if ck.Digest != d.Digest {
-		return Imitation{}, fmt.Errorf("%w: the SMODICE-expert run trained on other data", ErrImitation)
+	rE, err := dualforce.ImitationReward(ck, d)
+	if err != nil {
+		return Imitation{}, fmt.Errorf("%w: %w", ErrImitation, err)
 	}
 	v, err := dice.NewValue(d.Offline, ck.Config.Value, rand.New(rand.NewPCG(0, 0)))
 	if err != nil {
@@ -471,14 +473,14 @@ func ExpertImitation(d *prep.Data, ck *smodice.Checkpoint) (Imitation, error) {
 	if err := v.Restore(ck.V); err != nil {
 		return Imitation{}, fmt.Errorf("%w: %w", ErrImitation, err)
 	}
-	if err := v.SetReward(ck.Reward); err != nil {
+	if err := v.SetReward(rE); err != nil {
 		return Imitation{}, fmt.Errorf("%w: %w", ErrImitation, err)
 	}
 	w, err := v.Weights()
 	if err != nil {
 		return Imitation{}, err
 	}
-	return Imitation{Reward: ck.Reward, Ratios: slices.Clone(w)}, nil
+	return Imitation{Reward: rE, Ratios: slices.Clone(w)}, nil
 }
 
 // Train runs DOI on d for cfg.Run.Iterations in the run directory opt.Dir, imitating
