@@ -96,6 +96,16 @@ type Config struct {
 	// with OfferBank. It must not block; returning false refuses the command (loader busy).
 	// nil refuses every bank load.
 	RequestBank func(cmd corebus.Command) bool
+	// Actor, when set, chooses the actions in place of the bank's policies, which then only lend
+	// their contract: a scripted behaviour recording a dataset through this core, so that data
+	// and deployment share one path (trainer/collect). The robot never sets it.
+	Actor Actor
+}
+
+// Actor maps the normalised observation to an action in [-1, 1]^12 at a policy tick, as a
+// bank's skills.Policy does. An error trips the non-finite action fault.
+type Actor interface {
+	Act(obs, action []float32) error
 }
 
 // DefaultConfig returns a config for bank with the safety defaults.

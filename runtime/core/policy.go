@@ -39,7 +39,11 @@ func (c *Core) policyStep(in *Input, out *Output) {
 		c.trip(in.Now, faultNonFinite, reasonNonFiniteObs)
 		return
 	}
-	if err := b.policies[c.slot].Act(b.obs, c.action[:]); err != nil {
+	var actor Actor = b.policies[c.slot]
+	if c.cfg.Actor != nil {
+		actor = c.cfg.Actor
+	}
+	if err := actor.Act(b.obs, c.action[:]); err != nil {
 		c.trip(in.Now, faultNonFinite, reasonNonFiniteAct)
 		return
 	}

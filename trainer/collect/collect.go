@@ -142,28 +142,10 @@ func (s *scheduler) finish(ep *episode, r *rollout, err error) {
 	}
 }
 
-// work runs episodes until the scheduler has none left, on one simulator it rebuilds only when
-// an episode needs another layout.
+// work runs episodes until the scheduler has none left, each on its own simulator and core.
 func (s *scheduler) work() {
-	var e *env
-	defer func() {
-		if e != nil {
-			e.close()
-		}
-	}()
 	for ep := s.take(); ep != nil; ep = s.take() {
-		var err error
-		if e == nil || e.layout != ep.layout {
-			if e != nil {
-				e.close()
-			}
-			if e, err = newEnv(ep.layout, &s.plan.Contract); err != nil {
-				e = nil
-				s.finish(ep, nil, err)
-				continue
-			}
-		}
-		r, err := run(e, ep, &s.plan.Task)
+		r, err := run(s.ctx, s.plan, ep)
 		s.finish(ep, r, err)
 	}
 }
@@ -180,6 +162,9 @@ func keep(quota int, rs []*rollout) []kept {
 	for _, r := range rs {
 		if quota <= 0 {
 			break
+		}
+		if r.len() == 0 {
+			continue // a fault before the first transition
 		}
 		n := min(r.len(), quota)
 		out = append(out, kept{r, n})

@@ -1,13 +1,17 @@
 package collect
 
 import (
-	"fmt"
+	"context"
 	"math"
 	"math/rand/v2"
 
+	"github.com/dualforce/dualforce/runtime/core"
+	"github.com/dualforce/dualforce/sim"
 	"github.com/dualforce/dualforce/sim/behave"
+	"github.com/dualforce/dualforce/sim/robotboard"
 	"github.com/dualforce/dualforce/sim/worlds"
 	"github.com/dualforce/dualforce/skills"
+	"github.com/dualforce/dualforce/trainer/rig"
 )
 
 // Fall thresholds on ground truth: a base tilted past the runtime supervisor's attitude limit,
@@ -17,19 +21,18 @@ const (
 	fallHeight   = 0.10 // m of base above the terrain
 )
 
-// settleTicks is how long the robot holds the default pose after a reset before the first
-// observation: the drop onto the feet is over and the estimator trusts its stance feet.
-const settleTicks = 200
-
-// episode is one rollout to run: a behaviour in a layout, with its own random stream.
+// episode is one rollout to run: a behaviour in a world, with its own random stream.
 type episode struct {
 	mode, index int // mode number and episode number within the mode
 	spec        behave.Spec
 	noise       float64 // the mode's ExecutionNoise
-	layout      *worlds.Layout
-	startYaw    float64 // added to the layout's start heading
-	steps       int     // policy steps before the timeout
-	rng         *rand.Rand
+	// scenario is the plan's world with the episode's start heading; seed resolves its jitter
+	// into layout.
+	scenario worlds.Scenario
+	seed     uint64
+	layout   *worlds.Layout
+	steps    int // policy steps before the timeout
+	rng      *rand.Rand
 }
 
 // rollout is what one episode produced: n transitions and n+1 observations.
@@ -38,26 +41,41 @@ type rollout struct {
 	act       []float32 // n x 12
 	reward    []float32 // n
 	pos, rpy  []float32 // n x 3, base pose at each transition's first state
-	fell      bool      // the last transition ends in a fall (terminal)
+	fell      bool      // the last transition ends in a fall or a fault (terminal)
 	reachedAt int       // first transition whose s' is inside the goal, -1 if none
-	lastPos   [3]float64
 }
 
 func (r *rollout) len() int { return len(r.reward) }
 
-// run plays one episode in e (which must have been built for ep.layout).
-func run(e *env, ep *episode, t *Task) (*rollout, error) {
-	ctrl, err := behave.New(ep.spec, e.actions, ep.layout, ep.rng)
+// run plays one episode the way a skill runs on the robot: the simulated Solo12 powers on in the
+// episode's world behind its master board, the runtime core (through trainer/rig, as in
+// evaluation) stands it up, holds it and starts the behaviour as its skill. Observations are the
+// core's own, built at its policy ticks; the behaviour acts on ground truth behind the core's
+// actor interface.
+//
+// A fault the core's supervisor latches between two policy ticks (a fall it sees first) ends
+// the episode: the transition under way has no next observation, so the episode ends, terminal,
+// at the last state the behaviour acted in.
+func run(ctx context.Context, p *Plan, ep *episode) (*rollout, error) {
+	ctrl, err := behave.New(ep.spec, p.actions, ep.layout, ep.rng)
 	if err != nil {
 		return nil, err
 	}
-	start := e.robot.StartPose()
-	start.RPY[2] += ep.startYaw
-	if err := e.reset(start, settleTicks); err != nil {
+	var r *rig.Rig
+	actor := behave.NewActor(ctrl, func() sim.BaseState { return r.Robot.Sim().Base() }, ep.noise, ep.rng)
+	r, err = rig.New(p.bank, robotboard.Config{Scenario: &ep.scenario, Seed: ep.seed}, func(c *core.Config) {
+		c.StandUp = rig.DefaultStandUp
+		c.Velocity = [3]float64{float64(p.Task.Command[0]), float64(p.Task.Command[1]), float64(p.Task.Command[2])}
+		c.Goal = p.Task.Goal(ep.layout)
+		c.Switching.Enabled = false
+		c.Actor = actor
+	})
+	if err != nil {
 		return nil, err
 	}
-	dim := e.builder.Dim()
-	r := &rollout{
+	defer r.Close()
+	dim := p.Contract.Layout.Dim()
+	ro := &rollout{
 		obs:       make([]float32, (ep.steps+1)*dim),
 		act:       make([]float32, 0, ep.steps*skills.NumJoints),
 		reward:    make([]float32, 0, ep.steps),
@@ -65,50 +83,44 @@ func run(e *env, ep *episode, t *Task) (*rollout, error) {
 		rpy:       make([]float32, 0, 3*ep.steps),
 		reachedAt: -1,
 	}
-	tk := task{command: t.Command, goal: t.Goal(ep.layout), remaining: t.EpisodeSeconds}
-	var prev [skills.NumJoints]float32
-	if err := e.observe(&tk, &prev, r.obs[:dim]); err != nil {
-		return nil, fmt.Errorf("collect: first observation: %w", err)
-	}
-	base := e.robot.Base()
-	st := behave.StateOf(&base, 0)
-	for k := range ep.steps {
-		var a [skills.NumJoints]float32
-		if err := ctrl.Act(&st, &a); err != nil {
-			return nil, err
+	var prev behave.State
+	var own [skills.NumJoints]float32
+	k := 0 // states the behaviour acted in so far
+	err = r.RunSkill(ctx, rig.DefaultSettle, ep.steps, func(t *rig.Tick) (bool, error) {
+		if err := actor.Err(); err != nil {
+			return true, err
 		}
-		executed := a
-		if ep.noise > 0 {
-			for j := range executed {
-				executed[j] = float32(min(max(float64(a[j])+ep.noise*ep.rng.NormFloat64(), -1), 1))
+		if t.Fault != "" {
+			ro.fell = ro.len() > 0
+			return true, nil
+		}
+		st := *actor.State()
+		copy(ro.obs[k*dim:(k+1)*dim], t.Out.Obs)
+		if k > 0 {
+			ro.act = append(ro.act, own[:]...)
+			ro.pos = append(ro.pos, float32(prev.Pos[0]), float32(prev.Pos[1]), float32(prev.Pos[2]))
+			ro.rpy = append(ro.rpy, float32(prev.RPY[0]), float32(prev.RPY[1]), float32(prev.RPY[2]))
+			ro.reward = append(ro.reward, float32(p.Task.Reward(&prev, &st, ep.layout)))
+			if ro.reachedAt < 0 && ReachedGoal(&st, ep.layout) {
+				ro.reachedAt = k - 1
+			}
+			if Fallen(&st, ep.layout) {
+				ro.fell = true
+				return true, nil
 			}
 		}
-		if err := e.step(&executed); err != nil {
-			return nil, err
+		if k == ep.steps {
+			return true, nil
 		}
-		next := e.robot.Base()
-		nst := behave.StateOf(&next, float64(k+1)*behave.PolicyPeriod)
-		prev = executed // what the robot was commanded, as the runtime's previous action is
-		tk.remaining = t.EpisodeSeconds - nst.Time
-		if err := e.observe(&tk, &prev, r.obs[(k+1)*dim:(k+2)*dim]); err != nil {
-			return nil, fmt.Errorf("collect: observation %d: %w", k+1, err)
-		}
-		r.act = append(r.act, a[:]...)
-		r.pos = append(r.pos, float32(st.Pos[0]), float32(st.Pos[1]), float32(st.Pos[2]))
-		r.rpy = append(r.rpy, float32(st.RPY[0]), float32(st.RPY[1]), float32(st.RPY[2]))
-		r.reward = append(r.reward, float32(t.Reward(&st, &nst, ep.layout)))
-		if r.reachedAt < 0 && ReachedGoal(&nst, ep.layout) {
-			r.reachedAt = k
-		}
-		st = nst
-		if Fallen(&st, ep.layout) {
-			r.fell = true
-			break
-		}
+		prev, own = st, *actor.Own()
+		k++
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	r.obs = r.obs[:(r.len()+1)*dim]
-	r.lastPos = st.Pos
-	return r, nil
+	ro.obs = ro.obs[:(ro.len()+1)*dim]
+	return ro, nil
 }
 
 // Fallen reports a base past the attitude limit or too close to the terrain under it: the

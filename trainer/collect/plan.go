@@ -67,10 +67,12 @@ type Plan struct {
 	Modes    []Mode          `json:"modes"`
 	// StartYaw is the +- range (rad) of the uniform random heading every episode starts with.
 	StartYaw float64 `json:"start_yaw"`
-	// scenario is the built-in world of Task.World; fixed is its one layout when it has no
-	// jitter, shared by every episode so a worker keeps its simulator across them.
+	// scenario is the built-in world of Task.World; bank lends the contract to the runtime
+	// core that runs the behaviours (its policy never runs: the behaviour is the core's actor);
+	// actions maps the behaviours' joint targets to actions.
 	scenario *worlds.Scenario
-	fixed    *worlds.Layout
+	bank     *skills.Bank
+	actions  skills.ActionMap
 }
 
 // SeedRule documents how episodes draw their randomness, for the manifest.
@@ -303,9 +305,10 @@ func (p *Plan) validate() error {
 		return fmt.Errorf("%w: %w", ErrPlan, err)
 	}
 	p.scenario = s
-	if s.Jitter == nil {
-		p.fixed = s.Layout(0)
+	if p.bank, err = scriptedBank(p.Contract); err != nil {
+		return fmt.Errorf("%w: %w", ErrPlan, err)
 	}
+	p.actions = p.Contract.ActionMap()
 	if !(p.Task.EpisodeSeconds >= behave.PolicyPeriod) {
 		return fmt.Errorf("%w: episode of %v s", ErrPlan, p.Task.EpisodeSeconds)
 	}
@@ -327,6 +330,25 @@ func (p *Plan) validate() error {
 	return nil
 }
 
+// scriptedBank is a bank under contract c whose one policy outputs zeros: the runtime core needs
+// a bank to stand the robot up and build observations, and collection replaces its policy with a
+// behaviour (core.Config.Actor). Its normaliser is the identity, so the core's observations are
+// the raw ones a dataset stores.
+func scriptedBank(c skills.Contract) (*skills.Bank, error) {
+	const latentDim = 1
+	c.Normaliser = skills.IdentityStats(c.Layout.Dim())
+	in, out := c.Layout.Dim()+latentDim, 2*skills.NumJoints
+	b := &skills.Bank{
+		Producer: "trainer/collect", Contract: c, LatentDim: latentDim,
+		Slots: []skills.Slot{{Policy: skills.MLP{Layers: []skills.Dense{{In: in, Out: out, W: make([]float32, in*out), B: make([]float32, out)}}}}},
+		Latents: []skills.Latent{{
+			Info: skills.LatentInfo{Name: "scripted", OfflinePsi: make([]float32, c.Features.Dim(c.Layout))},
+			Z:    make([]float32, latentDim),
+		}},
+	}
+	return b, b.Validate()
+}
+
 // steps is the number of policy steps of a full episode.
 func (p *Plan) steps() int { return int(math.Round(p.Task.EpisodeSeconds / behave.PolicyPeriod)) }
 
@@ -335,11 +357,9 @@ func (p *Plan) episode(m, j int) *episode {
 	rng := rand.New(rand.NewPCG(p.Seed, uint64(m)<<32|uint64(j)))
 	mode := &p.Modes[m]
 	ep := &episode{mode: m, index: j, spec: mode.Spec, noise: mode.ExecutionNoise, steps: p.steps(), rng: rng}
-	ep.layout = p.fixed
-	if layoutSeed := rng.Uint64(); ep.layout == nil {
-		ep.layout = p.scenario.Layout(layoutSeed)
-	}
-	ep.startYaw = p.StartYaw * (2*rng.Float64() - 1)
+	ep.scenario, ep.seed = *p.scenario, rng.Uint64()
+	ep.scenario.Start.Yaw += p.StartYaw * (2*rng.Float64() - 1)
+	ep.layout = ep.scenario.Layout(ep.seed)
 	u := func(half float64) float64 { return half * (2*rng.Float64() - 1) }
 	g, jt := &ep.spec.Gait, mode.Jitter
 	g.VX += u(jt.VX)

@@ -14,6 +14,7 @@ import (
 	"github.com/dualforce/dualforce/sim/worlds"
 	"github.com/dualforce/dualforce/skills"
 	"github.com/dualforce/dualforce/trainer/collect"
+	"github.com/dualforce/dualforce/trainer/rig"
 	"gonum.org/v1/gonum/stat"
 )
 
@@ -56,12 +57,6 @@ type Config struct {
 	Progress func(done, total int)
 }
 
-// Default timing of the run-up to a skill.
-const (
-	DefaultStandUp = 2 * time.Second
-	DefaultSettle  = 500 * time.Millisecond
-)
-
 // TaskConfig returns the evaluation settings of a task (collect.TaskLocomotion or
 // collect.TaskNavigation): the task and start-heading range of its paper-scale dataset plan,
 // 30 rollouts, the default stand-up and settle times.
@@ -70,7 +65,7 @@ func TaskConfig(task string) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	return Config{Task: p.Task, Rollouts: 30, StartYaw: p.StartYaw, StandUp: DefaultStandUp, Settle: DefaultSettle}, nil
+	return Config{Task: p.Task, Rollouts: 30, StartYaw: p.StartYaw, StandUp: rig.DefaultStandUp, Settle: rig.DefaultSettle}, nil
 }
 
 // ErrConfig reports an evaluation that cannot run as configured.

@@ -16,6 +16,7 @@ import (
 	"github.com/dualforce/dualforce/trainer/bc"
 	"github.com/dualforce/dualforce/trainer/collect"
 	"github.com/dualforce/dualforce/trainer/prep"
+	"github.com/dualforce/dualforce/trainer/rig"
 )
 
 // simContract is the locomotion contract with the datasets' PD gains (trainer/collect), which
@@ -33,9 +34,9 @@ func constantBank(t testing.TB, a [skills.NumJoints]float32) *skills.Bank {
 	return skillstest.Constant(t, simContract(t), a)
 }
 
-// simRig is a Rig in a test, with everything the core sent recorded.
+// simRig is a rig.Rig in a test, with everything the core sent recorded.
 type simRig struct {
-	*Rig
+	*rig.Rig
 	t      testing.TB
 	events []corebus.Event
 	// firstDamp is the first tick (ms) a damping command went out, 0 before.
@@ -47,7 +48,7 @@ type simRig struct {
 // newSimRig builds a rig on flat ground with a quick stand-up and stop.
 func newSimRig(t testing.TB, bank *skills.Bank, tweak func(*core.Config)) *simRig {
 	t.Helper()
-	rig, err := NewRig(bank, robotboard.Config{Seed: 1}, func(c *core.Config) {
+	rg, err := rig.New(bank, robotboard.Config{Seed: 1}, func(c *core.Config) {
 		c.StandUp = time.Second
 		c.StopDamping = 200 * time.Millisecond
 		if tweak != nil {
@@ -57,9 +58,9 @@ func newSimRig(t testing.TB, bank *skills.Bank, tweak func(*core.Config)) *simRi
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { rig.Close() })
-	r := &simRig{Rig: rig, t: t}
-	rig.Driver.Observe = func(in *core.Input, out *core.Output) {
+	t.Cleanup(func() { rg.Close() })
+	r := &simRig{Rig: rg, t: t}
+	rg.Driver.Observe = func(in *core.Input, out *core.Output) {
 		r.events = append(r.events, out.Events...)
 		if r.firstDamp == 0 && isDamping(&out.Command) {
 			r.firstDamp = uint64(in.Now / time.Millisecond)

@@ -8,12 +8,12 @@ import (
 	"time"
 
 	"github.com/dualforce/dualforce/runtime/core"
-	"github.com/dualforce/dualforce/runtime/corebus"
 	"github.com/dualforce/dualforce/sim/behave"
 	"github.com/dualforce/dualforce/sim/robotboard"
 	"github.com/dualforce/dualforce/sim/worlds"
 	"github.com/dualforce/dualforce/skills"
 	"github.com/dualforce/dualforce/trainer/collect"
+	"github.com/dualforce/dualforce/trainer/rig"
 )
 
 // Rollout is what one episode of one latent measured.
@@ -90,7 +90,7 @@ func (j *job) run(ctx context.Context) (ro Rollout, err error) {
 	sc.Start.Yaw += yaw
 	layout := sc.Layout(seed) // what the robot is built in: robotboard resolves the same seed
 	goal := cfg.Task.Goal(layout)
-	rig, err := NewRig(j.subject.Bank, robotboard.Config{Scenario: &sc, Seed: seed, Noise: cfg.Noise}, func(c *core.Config) {
+	r, err := rig.New(j.subject.Bank, robotboard.Config{Scenario: &sc, Seed: seed, Noise: cfg.Noise}, func(c *core.Config) {
 		c.Skill = j.subject.Latent
 		c.StandUp = cfg.StandUp
 		c.Velocity = [3]float64{float64(cfg.Task.Command[0]), float64(cfg.Task.Command[1]), float64(cfg.Task.Command[2])}
@@ -104,63 +104,23 @@ func (j *job) run(ctx context.Context) (ro Rollout, err error) {
 		return ro, err
 	}
 	defer func() {
-		ro.Ticks = int(rig.Driver.Now() / time.Millisecond)
-		rig.Close()
+		ro.Ticks = int(r.Driver.Now() / time.Millisecond)
+		r.Close()
 	}()
-
-	standBudget := int((cfg.StandUp + 5*time.Second) / time.Millisecond)
-	if err := rig.Until(ctx, standBudget, func() bool { return rig.Core.Phase() == core.PhaseHold || rig.Core.Fault() != "" }); err != nil {
-		return ro, fmt.Errorf("eval: standing up: %w", err)
-	}
-	for range int(cfg.Settle / time.Millisecond) {
-		if rig.Core.Fault() != "" {
-			break
-		}
-		if err := rig.Step(); err != nil {
-			return ro, err
-		}
-	}
-	if f := rig.Core.Fault(); f != "" {
-		ro.Fell, ro.Fault = true, f
-		return ro, nil
-	}
-	if err := rig.Command(corebus.Command{Kind: corebus.KindMode, Mode: corebus.ModeRun}); err != nil {
-		return ro, err
-	}
 
 	rec := newRecorder(j, &ro, layout)
 	steps := cfg.steps()
-	limit := (steps+2)*j.subject.Bank.Contract.LinkTicksPerPolicyStep() + standBudget
-	var start time.Duration
-	started := false
-	for tick := 0; ; tick++ {
-		if tick == limit {
-			return ro, fmt.Errorf("eval: %w: the skill did not run %d policy steps in %d ticks (phase %v)", ErrNotReached, steps, limit, rig.Core.Phase())
+	err = r.RunSkill(ctx, cfg.Settle, steps, func(t *rig.Tick) (bool, error) {
+		base := r.Robot.Sim().Base()
+		st := behave.StateOf(&base, t.Time.Seconds())
+		if rec.state(&st, t.Fault, steps) {
+			ro.FinalPos = st.Pos
+			return true, nil
 		}
-		if tick%1024 == 0 && ctx.Err() != nil {
-			return ro, ctx.Err()
-		}
-		if err := rig.Step(); err != nil {
-			return ro, err
-		}
-		out, fault := rig.Driver.Output(), rig.Core.Fault()
-		if !out.PolicyTick && fault == "" {
-			continue
-		}
-		if !started {
-			start, started = rig.Driver.Now(), true
-		}
-		base := rig.Robot.Sim().Base()
-		st := behave.StateOf(&base, (rig.Driver.Now() - start).Seconds())
-		done := rec.state(&st, fault, steps)
-		if !done {
-			if err := rec.act(out.Obs, rig.Core.Estimate().LinVel); err != nil {
-				return ro, err
-			}
-			continue
-		}
-		ro.FinalPos = st.Pos
-		break
+		return false, rec.act(t.Out.Obs, r.Core.Estimate().LinVel)
+	})
+	if err != nil {
+		return ro, err
 	}
 	rec.finish()
 	return ro, nil

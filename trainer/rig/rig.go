@@ -1,4 +1,4 @@
-package eval
+package rig
 
 import (
 	"context"
@@ -18,6 +18,13 @@ import (
 // sessionID is the host session the lockstep driver opens on the simulated board.
 const sessionID = 0xe7a1
 
+// Default timing of the run-up to a skill: the core's stand-up move, then how long it holds the
+// default pose before the operator's "run".
+const (
+	DefaultStandUp = 2 * time.Second
+	DefaultSettle  = 500 * time.Millisecond
+)
+
 // Rig is one simulated Solo12 behind its master board, driven in lockstep by the runtime core:
 // the deployed controller against the simulator, one millisecond per Step.
 type Rig struct {
@@ -25,24 +32,26 @@ type Rig struct {
 	Core   *core.Core
 	Driver *driver.Lockstep
 
-	sample perception.Datagram
-	period time.Duration
+	sample  perception.Datagram
+	period  time.Duration
+	standUp time.Duration // the core's stand-up move
+	perStep int           // link ticks per policy step
 }
 
-// NewRig powers the simulated robot on, builds a core for bank (offsets calibration with the
+// New powers the simulated robot on, builds a core for bank (offsets calibration with the
 // robot's power-on joint angles, every other setting from core.DefaultConfig, then tweak) and
 // connects the lockstep driver. Navigation banks get the robot's perception. Close frees it.
-func NewRig(bank *skills.Bank, robot robotboard.Config, tweak func(*core.Config)) (*Rig, error) {
+func New(bank *skills.Bank, robot robotboard.Config, tweak func(*core.Config)) (*Rig, error) {
 	if robot.Logger == nil {
 		robot.Logger = slog.New(slog.DiscardHandler)
 	}
-	loaded, err := core.Load(bank, "eval", 1)
+	loaded, err := core.Load(bank, "rig", 1)
 	if err != nil {
-		return nil, fmt.Errorf("eval: %w", err)
+		return nil, fmt.Errorf("rig: %w", err)
 	}
 	rb, err := robotboard.New(robot)
 	if err != nil {
-		return nil, fmt.Errorf("eval: %w", err)
+		return nil, fmt.Errorf("rig: %w", err)
 	}
 	cfg := core.DefaultConfig(bank)
 	cfg.Calibration = core.CalibrateOffsets
@@ -53,16 +62,16 @@ func NewRig(bank *skills.Bank, robot robotboard.Config, tweak func(*core.Config)
 	c, err := core.New(cfg, loaded)
 	if err != nil {
 		rb.Close()
-		return nil, fmt.Errorf("eval: %w", err)
+		return nil, fmt.Errorf("rig: %w", err)
 	}
-	r := &Rig{Robot: rb, Core: c, period: robotboard.DefaultPerceptionPeriod * time.Millisecond}
+	r := &Rig{Robot: rb, Core: c, period: robotboard.DefaultPerceptionPeriod * time.Millisecond, standUp: cfg.StandUp, perStep: bank.Contract.LinkTicksPerPolicyStep()}
 	r.Driver = &driver.Lockstep{Core: c, Board: rb.Board(), SessionID: sessionID}
 	if _, ok := bank.Contract.Layout.Field(skills.FieldHeightMap); ok {
 		r.Driver.Perception = r.perceive
 	}
 	if err := r.Driver.Connect(); err != nil {
 		rb.Close()
-		return nil, fmt.Errorf("eval: %w", err)
+		return nil, fmt.Errorf("rig: %w", err)
 	}
 	return r, nil
 }
@@ -83,16 +92,16 @@ func (r *Rig) perceive(now time.Duration, p *core.Perception) {
 // Step advances the robot and the core by one millisecond.
 func (r *Rig) Step() error {
 	if err := r.Driver.Step(); err != nil {
-		return fmt.Errorf("eval: %w", err)
+		return fmt.Errorf("rig: %w", err)
 	}
 	if err := r.Robot.Err(); err != nil {
-		return fmt.Errorf("eval: simulation: %w", err)
+		return fmt.Errorf("rig: simulation: %w", err)
 	}
 	return nil
 }
 
 // ErrNotReached reports a rig that did not get where it was asked to within the tick budget.
-var ErrNotReached = errors.New("eval: condition not reached")
+var ErrNotReached = errors.New("rig: condition not reached")
 
 // Until steps until cond holds (checked before every step), for at most limit ticks.
 func (r *Rig) Until(ctx context.Context, limit int, cond func() bool) error {
@@ -116,7 +125,7 @@ func (r *Rig) Until(ctx context.Context, limit int, cond func() bool) error {
 // Command hands the core an operator command, taken at its next policy tick.
 func (r *Rig) Command(cmd corebus.Command) error {
 	if !r.Core.OfferCommand(cmd) {
-		return fmt.Errorf("eval: the core's command queue is full")
+		return fmt.Errorf("rig: the core's command queue is full")
 	}
 	return nil
 }
