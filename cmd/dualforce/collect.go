@@ -64,6 +64,10 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
+	expertPath := datafile.ExpertPath(*out)
+	if err := outputFiles(*out, expertPath); err != nil {
+		return err
+	}
 	opt := collect.Options{Workers: *workers}
 	if !*quiet {
 		var bar *progressbar.ProgressBar
@@ -92,7 +96,6 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := datafile.WriteOffline(*out, res.Offline); err != nil {
 		return err
 	}
-	expertPath := datafile.ExpertPath(*out)
 	if err := datafile.WriteExpert(expertPath, res.Expert); err != nil {
 		return err
 	}

@@ -70,6 +70,12 @@ func runInspect(_ context.Context, args []string, stdout, stderr io.Writer) erro
 			path, m.FormatVersion, m.Task, m.Contract.Layout.Name, e.Data.Len())
 		return inspect.WriteRanges(stdout, inspect.FieldRanges(m.Contract.Layout, e.Data.Obs))
 	}
+	if *png == "" {
+		*png = strings.TrimSuffix(path, ".npz") + "_summary.png"
+	}
+	if err := outputFiles(*png); err != nil {
+		return err
+	}
 	o, err := datafile.ReadOffline(path)
 	if err != nil {
 		return err
@@ -77,9 +83,6 @@ func runInspect(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	fmt.Fprintf(stdout, "%s: offline archive, format v%d, seed %d\n", path, m.FormatVersion, m.Seed)
 	if err := inspect.Summarize(o).WriteText(stdout); err != nil {
 		return err
-	}
-	if *png == "" {
-		*png = strings.TrimSuffix(path, ".npz") + "_summary.png"
 	}
 	if err := inspect.WritePNG(*png, o); err != nil {
 		return err

@@ -51,6 +51,9 @@ func runFitBC(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case *steps < 0 || *batch <= 0:
 		return usagef("--steps %d, --batch %d: want a non-negative step count and a positive batch", *steps, *batch)
 	}
+	if err := outputFiles(*out); err != nil {
+		return err
+	}
 	cfg := def
 	cfg.Steps, cfg.Batch, cfg.Seed = *steps, *batch, *seed
 

@@ -16,10 +16,10 @@ func dualforce(args ...string) (code int, stdout, stderr string) {
 	return code, out.String(), errb.String()
 }
 
-// collect writes the test-scale locomotion set and dataset inspect reads it back, summarises it
-// and draws it.
+// collect writes the test-scale locomotion set (into a directory it creates) and dataset inspect
+// reads it back, summarises it and draws it.
 func TestCollectAndInspect(t *testing.T) {
-	dir := t.TempDir()
+	dir := filepath.Join(t.TempDir(), "new", "data")
 	out := filepath.Join(dir, "loco.npz")
 	code, stdout, stderr := dualforce("collect", "-task", "locomotion", "-scale", "test", "-seed", "3", "-out", out, "-quiet")
 	if code != 0 {
@@ -85,6 +85,34 @@ func TestCommandLine(t *testing.T) {
 		code, stdout, stderr := dualforce(tc.args...)
 		if code != tc.code || !strings.Contains(stdout+stderr, tc.want) {
 			t.Errorf("dualforce %q exited %d, output %q; want %d and %q", tc.args, code, stdout+stderr, tc.code, tc.want)
+		}
+	}
+}
+
+// Every command that writes checks its outputs before the work starts: a missing directory is
+// created, one that cannot be is refused at once (here, under a regular file), before any input
+// is read or any collection or training starts.
+func TestOutputsAreCheckedFirst(t *testing.T) {
+	dir := t.TempDir()
+	blocker := filepath.Join(dir, "file")
+	if err := os.WriteFile(blocker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(blocker, "sub", "out.npz")
+	missing := filepath.Join(dir, "missing.npz")
+	for _, args := range [][]string{
+		{"collect", "-task", "navigation", "-scale", "paper", "-out", bad},
+		{"fit", "bc", "-offline", missing, "-out", bad},
+		{"export", "-checkpoint", missing, "-out", bad},
+		{"train", "smodice", "-offline", missing, "-out", filepath.Join(blocker, "run")},
+		{"train", "smodice", "-offline", missing, "-out", filepath.Join(dir, "run"), "-bank", bad},
+		{"eval", "-bank", missing, "-task", "locomotion", "-out", filepath.Join(blocker, "eval")},
+		{"eval", "-bank", missing, "-task", "locomotion", "-out", filepath.Join(dir, "eval"), "-write-bank", bad},
+		{"collect", "-out", dir},
+	} {
+		code, stdout, stderr := dualforce(args...)
+		if code != 1 || !strings.Contains(stderr, "cannot write output") {
+			t.Errorf("dualforce %q exited %d: %s%s; want 1 and an output error", args, code, stdout, stderr)
 		}
 	}
 }
