@@ -8,6 +8,7 @@ import (
 
 	"github.com/dualforce/dualforce/sim/behave"
 	"github.com/dualforce/dualforce/sim/gait"
+	"github.com/dualforce/dualforce/sim/robotboard"
 	"github.com/dualforce/dualforce/sim/worlds"
 	"github.com/dualforce/dualforce/skills"
 )
@@ -184,8 +185,8 @@ func walk(vx, h, yawRate float64) behave.Spec {
 // Locomotion task: walk forward at 0.3 m/s.
 const locomotionSpeed = 0.3
 
-// expertExecutionNoise is the locomotion expert's Mode.ExecutionNoise (in action units, 1 =
-// ActionScale rad).
+// expertExecutionNoise is the experts' Mode.ExecutionNoise (in action units, 1 = ActionScale
+// rad), the locomotion expert's and the navigation expert's on each of its routes.
 const expertExecutionNoise = 0.1
 
 func locomotionPlan(n counts) (*Plan, error) {
@@ -261,7 +262,7 @@ func navigationPlan(n counts) (*Plan, error) {
 	var expert []Mode
 	var behaviour []share
 	for _, r := range routes {
-		expert = append(expert, Mode{Name: string(r), Spec: navigate(r)})
+		expert = append(expert, Mode{Name: string(r), Spec: navigate(r), ExecutionNoise: expertExecutionNoise})
 	}
 	variant := func(prefix string, r behave.Route, fraction float64, edit func(s *behave.Spec), j Jitter) {
 		s := navigate(r)
@@ -300,7 +301,7 @@ func (p *Plan) validate() error {
 		return fmt.Errorf("%w: contract rates %d Hz policy, %d Hz link; the behaviours run at %d and %d",
 			ErrPlan, p.Contract.PolicyHz, p.Contract.LinkHz, skills.DefaultPolicyHz, skills.DefaultLinkHz)
 	}
-	s, err := worlds.Builtin(p.Task.World)
+	s, err := robotboard.LoadScenario(p.Task.World)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrPlan, err)
 	}

@@ -17,8 +17,8 @@ const (
 // it (stored for evaluation; the algorithm never trains on it).
 type Task struct {
 	Name string `json:"name"`
-	// World is the built-in world (sim/worlds) episodes run in; navigation episodes each draw
-	// their own jittered layout from it.
+	// World is the world episodes run in: a built-in world's name (sim/worlds) or a world file;
+	// navigation episodes each draw their own jittered layout from it.
 	World          string  `json:"world"`
 	EpisodeSeconds float64 `json:"episode_seconds"`
 	// Command is the locomotion command every observation carries (vx, vy in m/s, yaw rate in
