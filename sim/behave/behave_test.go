@@ -249,3 +249,35 @@ func TestTerrainHeight(t *testing.T) {
 		t.Error("no layout is flat ground")
 	}
 }
+
+func TestRouteTaken(t *testing.T) {
+	s, err := worlds.Builtin("obstacle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := s.Layout(0)
+	box := l.Boxes[0]
+	cx, cy, hy := box.Center[0], box.Center[1], box.Half[1]
+	tests := []struct {
+		name           string
+		x0, y0, x1, y1 float64
+		want           Route
+		ok             bool
+	}{
+		{"left of the box", cx - 0.01, cy + hy + 0.1, cx + 0.01, cy + hy + 0.1, RouteLeft, true},
+		{"right of the box", cx - 0.01, cy - hy - 0.1, cx + 0.01, cy - hy - 0.1, RouteRight, true},
+		{"over it", cx - 0.01, cy, cx + 0.01, cy + 0.05, RouteOver, true},
+		{"crossing on the line", cx - 0.02, cy + hy + 0.2, cx, cy + hy + 0.2, RouteLeft, true},
+		{"before the box", cx - 0.3, cy, cx - 0.2, cy, "", false},
+		{"going back", cx + 0.01, cy, cx - 0.01, cy, "", false},
+	}
+	for _, tc := range tests {
+		got, ok := RouteTaken(l, tc.x0, tc.y0, tc.x1, tc.y1)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("%s: %q %v, want %q %v", tc.name, got, ok, tc.want, tc.ok)
+		}
+	}
+	if _, ok := RouteTaken(nil, 0, 0, 5, 0); ok {
+		t.Error("a route without a box")
+	}
+}

@@ -44,13 +44,7 @@ func newNavigator(spec Spec, am skills.ActionMap, l *worlds.Layout, rng *rand.Ra
 	if l == nil || l.Goal == nil {
 		return nil, fmt.Errorf("%w: navigate needs a layout with a goal", ErrSpec)
 	}
-	var box *worlds.Box
-	for i := range l.Boxes {
-		if l.Boxes[i].Kind == worlds.KindBox {
-			box = &l.Boxes[i]
-			break
-		}
-	}
+	box := firstBox(l)
 	if box == nil {
 		return nil, fmt.Errorf("%w: navigate needs a layout with a box", ErrSpec)
 	}
@@ -106,4 +100,36 @@ func (n *navigator) Act(s *State, a *[skills.NumJoints]float32) error {
 	}
 	side := min(max(speed*math.Sin(e), -maxSideSpeed), maxSideSpeed)
 	return n.drive(s, speed*max(0, math.Cos(e)), side, yawRate, a)
+}
+
+// RouteTaken tells which way past the box of l a base went, from one step of its path: when the
+// step from (x0, y0) to (x1, y1) crosses the line across the box's centre (going forward, +x),
+// the route is left or right by which side of the box the crossing lies, over when it lies
+// within the box's width. ok is false for a step that does not cross, or without a box.
+func RouteTaken(l *worlds.Layout, x0, y0, x1, y1 float64) (r Route, ok bool) {
+	box := firstBox(l)
+	if box == nil || !(x0 < box.Center[0] && x1 >= box.Center[0]) {
+		return "", false
+	}
+	y := y0 + (y1-y0)*(box.Center[0]-x0)/(x1-x0)
+	switch {
+	case y > box.Center[1]+box.Half[1]:
+		return RouteLeft, true
+	case y < box.Center[1]-box.Half[1]:
+		return RouteRight, true
+	}
+	return RouteOver, true
+}
+
+// firstBox is the first obstacle box of l (fences are not boxes), nil if none.
+func firstBox(l *worlds.Layout) *worlds.Box {
+	if l == nil {
+		return nil
+	}
+	for i := range l.Boxes {
+		if l.Boxes[i].Kind == worlds.KindBox {
+			return &l.Boxes[i]
+		}
+	}
+	return nil
 }

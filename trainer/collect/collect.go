@@ -226,6 +226,12 @@ func assemble(p *Plan, results [][]*rollout) (*Result, error) {
 			if r.reachedAt >= 0 && r.reachedAt < n {
 				info.GoalReached++
 			}
+			if r.route != "" && r.routeAt < n {
+				if info.Routes == nil {
+					info.Routes = map[string]int{}
+				}
+				info.Routes[string(r.route)]++
+			}
 			info.Episodes++
 			info.Transitions += n
 			row += n

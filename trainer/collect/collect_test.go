@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dualforce/dualforce/trainer/datafile"
+	"github.com/dualforce/dualforce/trainer/datafile/datafiletest"
 	"github.com/dualforce/dualforce/trainer/dataset"
 )
 
@@ -110,6 +111,30 @@ func TestCollectQuotasAndFiles(t *testing.T) {
 	if !reflect.DeepEqual(ro.Data, o.Data) || ro.Manifest.Contract.ActionScale != ActionScale || ro.Manifest.Contract.Kp != Kp {
 		t.Fatal("the archive read back differs")
 	}
+}
+
+// numpy reads every array of both files of a navigation set: 171-dim observations, the
+// paper's layout of locomotion state (48 with the actions), height map (121) and remaining
+// time (1).
+func TestNavigationFilesReadByNumpy(t *testing.T) {
+	datafiletest.SkipWithoutNumpy(t)
+	p := plan(t, TaskNavigation, 1, map[string]int{"over": 2, "random": 1})
+	res, err := Collect(context.Background(), p, Options{Workers: testWorkers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := res.Offline.Data.ObsDim; d != 171 {
+		t.Fatalf("navigation observations have %d dims, want 171", d)
+	}
+	path := filepath.Join(t.TempDir(), "navigation.npz")
+	if err := datafile.WriteOffline(path, res.Offline); err != nil {
+		t.Fatal(err)
+	}
+	if err := datafile.WriteExpert(datafile.ExpertPath(path), res.Expert); err != nil {
+		t.Fatal(err)
+	}
+	datafiletest.CheckOffline(t, path, res.Offline)
+	datafiletest.CheckExpert(t, datafile.ExpertPath(path), res.Expert)
 }
 
 func TestCollectStopsOnCancel(t *testing.T) {

@@ -43,6 +43,9 @@ type rollout struct {
 	pos, rpy  []float32 // n x 3, base pose at each transition's first state
 	fell      bool      // the last transition ends in a fall or a fault (terminal)
 	reachedAt int       // first transition whose s' is inside the goal, -1 if none
+	// route is the way past the navigation box, taken by transition routeAt ("" if none).
+	route   behave.Route
+	routeAt int
 }
 
 func (r *rollout) len() int { return len(r.reward) }
@@ -103,6 +106,11 @@ func run(ctx context.Context, p *Plan, ep *episode) (*rollout, error) {
 			ro.reward = append(ro.reward, float32(p.Task.Reward(&prev, &st, ep.layout)))
 			if ro.reachedAt < 0 && ReachedGoal(&st, ep.layout) {
 				ro.reachedAt = k - 1
+			}
+			if ro.route == "" {
+				if route, ok := behave.RouteTaken(ep.layout, prev.Pos[0], prev.Pos[1], st.Pos[0], st.Pos[1]); ok {
+					ro.route, ro.routeAt = route, k-1
+				}
 			}
 			if Fallen(&st, ep.layout) {
 				ro.fell = true

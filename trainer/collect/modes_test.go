@@ -60,9 +60,12 @@ func TestNavigationRoutes(t *testing.T) {
 		if !m.Expert {
 			continue
 		}
-		t.Logf("%-5s reached the goal in %d of %d episodes, %d falls", m.Name, m.GoalReached, m.Episodes, m.Falls)
+		t.Logf("%-5s reached the goal in %d of %d episodes, %d falls, routes %v", m.Name, m.GoalReached, m.Episodes, m.Falls, m.Routes)
 		if m.Episodes != episodes || m.GoalReached < 9*episodes/10 {
 			t.Errorf("%s reached the goal in %d of %d episodes, want at least 90%%", m.Name, m.GoalReached, m.Episodes)
+		}
+		if m.Routes[m.Name] < 9*episodes/10 {
+			t.Errorf("%s went %v past the box in %d episodes, want its own route in at least 90%%", m.Name, m.Routes, m.Episodes)
 		}
 	}
 

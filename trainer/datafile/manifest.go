@@ -55,6 +55,9 @@ type Mode struct {
 	Episodes    int    `json:"episodes"`
 	Falls       int    `json:"falls"`
 	GoalReached int    `json:"goal_reached,omitempty"`
+	// Routes counts the episodes by the way they went past the navigation box, on ground truth
+	// (left, right, over; sim/behave.RouteTaken); episodes that never passed it are not counted.
+	Routes map[string]int `json:"routes,omitempty"`
 }
 
 // Column documents one array member.

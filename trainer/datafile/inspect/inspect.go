@@ -169,9 +169,30 @@ func (s *Summary) WriteText(w io.Writer) error {
 	fmt.Fprintf(tw, "%d transitions (%d expert) in %d episodes: %d end in a fall (terminal), %d in a timeout\n",
 		s.Transitions, s.ExpertTransitions, s.Episodes, s.Terminals, s.Timeouts)
 	fmt.Fprintln(tw, "NaN/Inf: none (every column checked on read)")
-	fmt.Fprintln(tw, "\nmode\texpert\ttransitions\tepisodes\tfalls\tgoal reached\tmean reward\tepisode return\tmean base height (m)")
+	routes := false
 	for _, m := range s.Modes {
-		fmt.Fprintf(tw, "%s\t%v\t%d\t%d\t%d\t%d\t%.3f\t%.1f ± %.1f\t%.3f\n", m.Name, m.Expert, m.Transitions, m.Episodes, m.Falls, m.GoalReached, m.MeanReward, m.MeanReturn, m.StdReturn, m.MeanBaseHeight)
+		routes = routes || len(m.Routes) > 0
+	}
+	header := "\nmode\texpert\ttransitions\tepisodes\tfalls\tgoal reached\tmean reward\tepisode return\tmean base height (m)"
+	if routes {
+		header += "\troutes past the box (left/right/over)"
+	}
+	fmt.Fprintln(tw, header)
+	expertRoutes := map[string]int{}
+	for _, m := range s.Modes {
+		fmt.Fprintf(tw, "%s\t%v\t%d\t%d\t%d\t%d\t%.3f\t%.1f ± %.1f\t%.3f", m.Name, m.Expert, m.Transitions, m.Episodes, m.Falls, m.GoalReached, m.MeanReward, m.MeanReturn, m.StdReturn, m.MeanBaseHeight)
+		if routes {
+			fmt.Fprintf(tw, "\t%s", routeShares(m.Routes))
+		}
+		fmt.Fprintln(tw)
+		for r, n := range m.Routes {
+			if m.Expert {
+				expertRoutes[r] += n
+			}
+		}
+	}
+	if routes {
+		fmt.Fprintf(tw, "\nexpert episodes by route past the box: %s\n", routeShares(expertRoutes))
 	}
 	fmt.Fprintln(tw)
 	if err := tw.Flush(); err != nil {
@@ -182,4 +203,26 @@ func (s *Summary) WriteText(w io.Writer) error {
 	}
 	_, err := fmt.Fprintf(w, "\naction entries at +-1: %d of %d\n", s.SaturatedActions, s.Transitions*12)
 	return err
+}
+
+// routeNames are the ways past the navigation box, in print order.
+var routeNames = [...]string{"left", "right", "over"}
+
+// routeShares prints episode counts by route as "n (p%)" for left, right and over.
+func routeShares(routes map[string]int) string {
+	total := 0
+	for _, n := range routes {
+		total += n
+	}
+	if total == 0 {
+		return "-"
+	}
+	out := ""
+	for i, r := range routeNames {
+		if i > 0 {
+			out += " / "
+		}
+		out += fmt.Sprintf("%d (%.0f%%)", routes[r], 100*float64(routes[r])/float64(total))
+	}
+	return out
 }
