@@ -107,6 +107,16 @@ func (m *Manifest) validate(kind string) error {
 		if md.Transitions < 0 || md.Episodes < 0 || md.Falls < 0 || md.GoalReached < 0 {
 			return bad("mode %q has negative counts", md.Name)
 		}
+		routed := 0
+		for r, n := range md.Routes {
+			if r != "left" && r != "right" && r != "over" || n < 0 {
+				return bad("mode %q counts %d episodes on route %q (want left, right or over, counted from 0)", md.Name, n, r)
+			}
+			routed += n
+		}
+		if routed > md.Episodes {
+			return bad("mode %q has %d episodes and %d by route", md.Name, md.Episodes, routed)
+		}
 		total += md.Transitions
 		if md.Expert {
 			expert += md.Transitions
