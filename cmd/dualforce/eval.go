@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dualforce/dualforce/sim"
+	"github.com/dualforce/dualforce/sim/behave"
 	"github.com/dualforce/dualforce/sim/robotboard"
 	"github.com/dualforce/dualforce/skills"
 	"github.com/dualforce/dualforce/trainer/collect"
@@ -242,5 +243,9 @@ func printEval(w io.Writer, res *eval.Result) {
 		}
 		fmt.Fprintf(w, "%-24s %9.2f ± %6.2f %5.0f%% %5.0f%% %9.3f %9.3f %s\n", s.Label, s.MeanReturn, s.StdReturn,
 			100*s.FallRate, 100*s.GoalRate, s.VelRMSENorm, res.Distances[0][i], verdict)
+		if len(s.Routes) > 0 {
+			fmt.Fprintf(w, "%-24s routes past the box: left %d, right %d, over %d of %d rollouts\n", "",
+				s.Routes[behave.RouteLeft], s.Routes[behave.RouteRight], s.Routes[behave.RouteOver], len(s.Rollouts))
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dualforce/dualforce/runtime/core"
 	"github.com/dualforce/dualforce/sim"
+	"github.com/dualforce/dualforce/sim/behave"
 	"github.com/dualforce/dualforce/sim/worlds"
 	"github.com/dualforce/dualforce/skills"
 	"github.com/dualforce/dualforce/trainer/collect"
@@ -163,6 +164,8 @@ type Summary struct {
 	FallRate  float64 `json:"fall_rate"`
 	GoalRate  float64 `json:"goal_rate"`
 	MeanSteps float64 `json:"mean_steps"`
+	// Routes counts the rollouts by the way they went past the navigation box (Rollout.Route).
+	Routes map[behave.Route]int `json:"routes,omitempty"`
 	// Psi is the mean online successor features; OfflinePsi the bank's offline estimate.
 	Psi        []float64 `json:"psi"`
 	OfflinePsi []float32 `json:"offline_psi"`
@@ -333,6 +336,12 @@ func summarise(s Subject, runs []Rollout, featDim int) Summary {
 			reached++
 			// Transition k ends in state k+1, one policy period after state k.
 			goalTime += float64(r.GoalStep+1) / float64(s.Bank.Contract.PolicyHz)
+		}
+		if r.Route != "" {
+			if sum.Routes == nil {
+				sum.Routes = map[behave.Route]int{}
+			}
+			sum.Routes[r.Route]++
 		}
 		for i, v := range r.Psi {
 			sum.Psi[i] += v / n

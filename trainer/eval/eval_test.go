@@ -154,7 +154,7 @@ func TestNavigationRunsOnPerception(t *testing.T) {
 		t.Fatalf("summary %+v in world %q", s, res.World)
 	}
 	for _, r := range s.Rollouts {
-		if r.Fault != "" || r.Steps != cfg.steps() || r.GoalStep != -1 || r.Ticks < 20*r.Steps+1000 {
+		if r.Fault != "" || r.Steps != cfg.steps() || r.GoalStep != -1 || r.Route != "" || r.Ticks < 20*r.Steps+1000 {
 			t.Fatalf("rollout %+v", r)
 		}
 		// Standing still earns no progress: every reward is the change of a distance that does

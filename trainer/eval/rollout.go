@@ -31,6 +31,9 @@ type Rollout struct {
 	Fault string `json:"fault,omitempty"`
 	// GoalStep is the first transition that ends inside the goal disc, -1 if none.
 	GoalStep int `json:"goal_step"`
+	// Route is the way past the navigation box (left, right, over; behave.RouteTaken on ground
+	// truth), "" if the base never passed it.
+	Route behave.Route `json:"route,omitempty"`
 	// Psi is the online successor features: the discount-weighted mean of phi over the states
 	// the policy acted in.
 	Psi []float64 `json:"psi"`
@@ -175,6 +178,9 @@ func (r *recorder) state(s *behave.State, fault string, steps int) bool {
 		ro.Steps = r.states
 		if ro.GoalStep < 0 && collect.ReachedGoal(s, r.layout) {
 			ro.GoalStep = k
+		}
+		if ro.Route == "" {
+			ro.Route, _ = behave.RouteTaken(r.layout, r.prev.Pos[0], r.prev.Pos[1], s.Pos[0], s.Pos[1])
 		}
 		if r.trace != nil {
 			r.trace.Reward = append(r.trace.Reward, rew)
