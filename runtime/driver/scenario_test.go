@@ -1,9 +1,11 @@
 package driver
 
 import (
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -226,5 +228,50 @@ func TestStandUpFromBeyondTheLimits(t *testing.T) {
 	r.standing()
 	if f := r.core.Fault(); f != "" {
 		t.Fatalf("fault %q standing up from beyond a limit", f)
+	}
+}
+
+// scriptedActor is a core.Actor that sees every observation and answers a fixed action, or an
+// error once told to.
+type scriptedActor struct {
+	action [skills.NumJoints]float32
+	calls  int
+	obs    []float32
+	fail   error
+}
+
+func (a *scriptedActor) Act(obs, action []float32) error {
+	a.calls++
+	a.obs = append(a.obs[:0], obs...)
+	copy(action, a.action[:])
+	return a.fail
+}
+
+// With Config.Actor the core asks the actor, not the bank's policy, at every policy tick, with
+// the observation it built; the bank lends only its contract. An actor's error damps like a
+// non-finite action.
+func TestActorReplacesThePolicy(t *testing.T) {
+	var a scriptedActor
+	a.action[1] = 0.5 // FL_HFE; the bank's policy would hold the default pose
+	r := newRig(t, constantBank(t, [skills.NumJoints]float32{}), func(c *core.Config) {
+		c.AutoRun = true
+		c.Actor = &a
+	})
+	r.until(3000, "run", func() bool { return r.core.Phase() == core.PhaseRun })
+	r.until(1000, "the actor's target", func() bool {
+		return math.Abs(r.core.Joints().Q[1]-float64(skills.StandingPose[1]+0.3*0.5)) < 0.02
+	})
+	out := r.ls.Output()
+	if a.calls == 0 || len(a.obs) != 48 {
+		t.Fatalf("the actor was called %d times with a %d-dim observation", a.calls, len(a.obs))
+	}
+	r.until(40, "policy tick", func() bool { return r.ls.Output().PolicyTick })
+	if out = r.ls.Output(); [skills.NumJoints]float32(out.Action) != a.action || !slices.Equal(out.Obs, a.obs) {
+		t.Fatalf("the core ran %v on %v; the actor answered %v", out.Action, out.Obs, a.action)
+	}
+	a.fail = errors.New("behaviour failed")
+	r.until(40, "fault", func() bool { return r.core.Fault() != "" })
+	if r.core.Fault() != "non_finite" {
+		t.Fatalf("an actor's error latched %q", r.core.Fault())
 	}
 }
