@@ -19,8 +19,9 @@ func init() {
 
 const collectUsage = `Usage: dualforce collect [flags]
 
-Runs the scripted Solo12 behaviours (sim/behave) in MuJoCo behind the emulated master board and
-records what the robot's runtime would observe. Writes two archives:
+Runs the scripted Solo12 behaviours (sim/behave) in MuJoCo behind the emulated master board,
+each as the skill of the runtime core in lockstep (the path evaluation and the robot take: power
+on, stand up, hold, run), and records what the core observes. Writes two archives:
 
   <out>              the offline set D_O: observations, actions, next observations, terminal
                      (fall), timeout, episode start, and the withheld task reward, expert flag,
@@ -32,15 +33,17 @@ Tasks:
                Gaussian noise of 0.1 while the data keep its own actions (DART: the data show
                how it recovers); offline mix: low, middle and high base heights, turning
                gaits, sloppy, drifting, noisy and random policies
-  navigation   expert: reaches the goal behind the box around its left, its right or over it;
-               offline mix: slower, noisier, wandering, tight, rushed, stumbling and random
+  navigation   expert: reaches the goal behind the box around its left, its right or over it,
+               with the same DART noise; offline mix: slower, noisier, wandering, tight,
+               rushed, stumbling and random
 
 Scales:
   test    small (locomotion 2,000 + 8,000 transitions, navigation 3,600 + 3,600)
   paper   the paper's counts (locomotion 248,751 expert + 996,000 behaviour transitions,
           navigation 654,501 + 749,501)
 
-The data depend only on --task, --scale and --seed, not on --workers.
+The data depend only on --task, --scale, --world and --seed, not on --workers. --out's directory
+is created if it does not exist, before anything is collected.
 `
 
 func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -50,6 +53,7 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	seed := fs.Uint64("seed", 1, "master seed of every random choice")
 	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "simulators run in parallel (one per core)")
 	out := fs.String("out", "", "offline archive to write (default <task>.npz)")
+	world := fs.String("world", "", "world: a scenario YAML file or a built-in world (default: the task's)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
@@ -63,6 +67,9 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	plan, err := collect.NewPlan(*task, collect.Scale(*scale), *seed)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if *world != "" {
+		plan.Task.World = *world // Collect checks it before it starts
 	}
 	expertPath := datafile.ExpertPath(*out)
 	if err := outputFiles(*out, expertPath); err != nil {

@@ -75,6 +75,7 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"collect", "-workers", "0"}, 2, "want at least 1"},
 		{[]string{"collect", "extra"}, 2, "unexpected arguments"},
 		{[]string{"collect", "-bogus"}, 2, "flag provided but not defined"},
+		{[]string{"collect", "-world", "moon", "-out", filepath.Join(t.TempDir(), "x.npz")}, 1, `no built-in world "moon"`},
 		{[]string{"dataset"}, 2, "missing subcommand"},
 		{[]string{"dataset", "shred"}, 2, `unknown dataset subcommand "shred"`},
 		{[]string{"dataset", "inspect"}, 2, "want 1 argument(s) after the flags, got 0"},
