@@ -4,7 +4,7 @@
 // A rollout is a world (sim/worlds) with the simulated Solo12 behind its emulated master board
 // (sim/robotboard), the runtime core (runtime/core, offsets calibration with the simulator's
 // power-on joint angles) and the lockstep driver (runtime/driver) stepping both one millisecond
-// at a time; navigation banks get the perception a robot has (mocap pose and height map, sampled
+// at a time: trainer/rig, which dataset collection runs its behaviours on too; navigation banks get the perception a robot has (mocap pose and height map, sampled
 // at the perception stream's 50 Hz). The core powers the motors on, stands up, holds, and on an
 // operator "run" command runs the latent for the task's episode length.
 //
