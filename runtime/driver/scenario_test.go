@@ -261,12 +261,11 @@ func TestActorReplacesThePolicy(t *testing.T) {
 	r.until(1000, "the actor's target", func() bool {
 		return math.Abs(r.core.Joints().Q[1]-float64(skills.StandingPose[1]+0.3*0.5)) < 0.02
 	})
-	out := r.ls.Output()
 	if a.calls == 0 || len(a.obs) != 48 {
 		t.Fatalf("the actor was called %d times with a %d-dim observation", a.calls, len(a.obs))
 	}
 	r.until(40, "policy tick", func() bool { return r.ls.Output().PolicyTick })
-	if out = r.ls.Output(); [skills.NumJoints]float32(out.Action) != a.action || !slices.Equal(out.Obs, a.obs) {
+	if out := r.ls.Output(); [skills.NumJoints]float32(out.Action) != a.action || !slices.Equal(out.Obs, a.obs) {
 		t.Fatalf("the core ran %v on %v; the actor answered %v", out.Action, out.Obs, a.action)
 	}
 	a.fail = errors.New("behaviour failed")
