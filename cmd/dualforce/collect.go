@@ -42,8 +42,8 @@ Scales:
   paper   the paper's counts (locomotion 248,751 expert + 996,000 behaviour transitions,
           navigation 654,501 + 749,501)
 
-The data depend only on --task, --scale, --world and --seed, not on --workers. --out's directory
-is created if it does not exist, before anything is collected.
+The data depend only on --task, --scale, --world and --seed, not on --workers. --out is checked
+before anything is collected (its directory is created at the write if it does not exist).
 `
 
 func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -72,7 +72,7 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		plan.Task.World = *world // Collect checks it before it starts
 	}
 	expertPath := datafile.ExpertPath(*out)
-	if err := outputFiles(*out, expertPath); err != nil {
+	if err := checkOutputFiles(*out, expertPath); err != nil {
 		return err
 	}
 	opt := collect.Options{Workers: *workers}
@@ -100,6 +100,9 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	elapsed := time.Since(start)
+	if err := createParents(*out, expertPath); err != nil {
+		return err
+	}
 	if err := datafile.WriteOffline(*out, res.Offline); err != nil {
 		return err
 	}

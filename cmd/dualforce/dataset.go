@@ -73,7 +73,7 @@ func runInspect(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	if *png == "" {
 		*png = strings.TrimSuffix(path, ".npz") + "_summary.png"
 	}
-	if err := outputFiles(*png); err != nil {
+	if err := checkOutputFiles(*png); err != nil {
 		return err
 	}
 	o, err := datafile.ReadOffline(path)
@@ -82,6 +82,9 @@ func runInspect(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintf(stdout, "%s: offline archive, format v%d, seed %d\n", path, m.FormatVersion, m.Seed)
 	if err := inspect.Summarize(o).WriteText(stdout); err != nil {
+		return err
+	}
+	if err := createParents(*png); err != nil {
 		return err
 	}
 	if err := inspect.WritePNG(*png, o); err != nil {

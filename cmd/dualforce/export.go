@@ -32,7 +32,7 @@ func runExport(_ context.Context, args []string, stdout, stderr io.Writer) error
 	if *ckPath == "" || *out == "" {
 		return usagef("--checkpoint and --out are required")
 	}
-	if err := outputFiles(*out); err != nil {
+	if err := checkOutputFiles(*out); err != nil {
 		return err
 	}
 	if st, err := os.Stat(*ckPath); err == nil && st.IsDir() {

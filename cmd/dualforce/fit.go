@@ -51,7 +51,7 @@ func runFitBC(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case *steps < 0 || *batch <= 0:
 		return usagef("--steps %d, --batch %d: want a non-negative step count and a positive batch", *steps, *batch)
 	}
-	if err := outputFiles(*out); err != nil {
+	if err := checkOutputFiles(*out); err != nil {
 		return err
 	}
 	cfg := def
@@ -80,6 +80,9 @@ func runFitBC(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	bank, err := bc.Bank(data, sel, pi)
 	if err != nil {
+		return err
+	}
+	if err := createParents(*out); err != nil {
 		return err
 	}
 	if err := skills.WriteBank(*out, bank); err != nil {

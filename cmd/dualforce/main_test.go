@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -90,9 +91,9 @@ func TestCommandLine(t *testing.T) {
 	}
 }
 
-// Every command that writes checks its outputs before the work starts: a missing directory is
-// created, one that cannot be is refused at once (here, under a regular file), before any input
-// is read or any collection or training starts.
+// Every command that writes checks its outputs before the work starts: an output that cannot be
+// written (here, under a regular file, or a directory where a file is wanted) is refused at
+// once, before any input is read or any collection or training starts, and nothing is created.
 func TestOutputsAreCheckedFirst(t *testing.T) {
 	dir := t.TempDir()
 	blocker := filepath.Join(dir, "file")
@@ -110,10 +111,19 @@ func TestOutputsAreCheckedFirst(t *testing.T) {
 		{"eval", "-bank", missing, "-task", "locomotion", "-out", filepath.Join(blocker, "eval")},
 		{"eval", "-bank", missing, "-task", "locomotion", "-out", filepath.Join(dir, "eval"), "-write-bank", bad},
 		{"collect", "-out", dir},
+		{"eval", "-bank", missing, "-task", "locomotion", "-out", filepath.Join(dir, "new", "eval"), "-write-bank", dir},
 	} {
 		code, stdout, stderr := dualforce(args...)
 		if code != 1 || !strings.Contains(stderr, "cannot write output") {
 			t.Errorf("dualforce %q exited %d: %s%s; want 1 and an output error", args, code, stdout, stderr)
 		}
+	}
+	// A refusal for a bad input leaves no directory behind; it is made at the write.
+	code, _, stderr := dualforce("eval", "-bank", missing, "-task", "locomotion", "-out", filepath.Join(dir, "later", "eval"))
+	if code != 1 || !strings.Contains(stderr, "no such file") {
+		t.Fatalf("eval of a missing bank exited %d: %s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "later")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused eval left its output directory: %v", err)
 	}
 }
