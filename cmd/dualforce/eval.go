@@ -105,6 +105,14 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return fmt.Errorf("%w: %w", errUsage, err)
 		}
 	}
+	if *writeBank != "" {
+		if err := checkOutputFiles(*writeBank); err != nil {
+			return err
+		}
+	}
+	if err := checkOutputDir(*out); err != nil {
+		return err
+	}
 	bank, err := skills.ReadBank(*bankPath)
 	if err != nil {
 		return err
@@ -173,6 +181,9 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *writeBank != "" {
 		updated, err := eval.WithOnlineResults(bank, subjects, res)
 		if err != nil {
+			return err
+		}
+		if err := createParents(*writeBank); err != nil {
 			return err
 		}
 		if err := skills.WriteBank(*writeBank, updated); err != nil {

@@ -102,7 +102,10 @@ func (f *trainingFlags) check() error {
 	if *f.bank == "" {
 		*f.bank = filepath.Join(*f.out, "bank.npz")
 	}
-	return nil
+	if err := checkOutputFiles(*f.bank); err != nil {
+		return err
+	}
+	return checkOutputDir(*f.out)
 }
 
 // settings are the run settings the flags give.
@@ -210,6 +213,9 @@ func printBehaviourMass(w io.Writer, b *prep.Behaviours, r *smodice.Record) {
 func exportBank(w io.Writer, ck *smodice.Checkpoint, path string) error {
 	bank, err := ck.Bank()
 	if err != nil {
+		return err
+	}
+	if err := createParents(path); err != nil {
 		return err
 	}
 	if err := skills.WriteBank(path, bank); err != nil {
