@@ -10,6 +10,7 @@ import (
 	"github.com/dualforce/dualforce/runtime/corebus"
 	"github.com/dualforce/dualforce/sim/robotboard"
 	"github.com/dualforce/dualforce/skills/skillstest"
+	"github.com/dualforce/dualforce/trainer/rig"
 )
 
 // Recall by reward, measured: the posture bank is evaluated in MuJoCo (online successor
@@ -37,13 +38,13 @@ func TestRecallByRewardMovesMeasuredBehaviour(t *testing.T) {
 	}
 	t.Logf("measured base height per posture: %.3f", height)
 
-	rig, err := NewRig(evaluated, robotboard.Config{}, func(c *core.Config) { c.StandUp = time.Second })
+	rg, err := rig.New(evaluated, robotboard.Config{}, func(c *core.Config) { c.StandUp = time.Second })
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rig.Close()
+	defer rg.Close()
 	var done *corebus.Event
-	rig.Driver.Observe = func(_ *core.Input, out *core.Output) {
+	rg.Driver.Observe = func(_ *core.Input, out *core.Output) {
 		for _, ev := range out.Events {
 			if ev.Kind == corebus.EventCommandDone && ev.Command.Kind == corebus.KindRecall {
 				done = &ev
@@ -57,10 +58,10 @@ func TestRecallByRewardMovesMeasuredBehaviour(t *testing.T) {
 			cmd.Recall.Reward = append(cmd.Recall.Reward, corebus.RewardTerm{Element: k, Weight: w})
 		}
 		done = nil
-		if err := rig.Command(cmd); err != nil {
+		if err := rg.Command(cmd); err != nil {
 			t.Fatal(err)
 		}
-		if err := rig.Until(context.Background(), 100, func() bool { return done != nil }); err != nil {
+		if err := rg.Until(context.Background(), 100, func() bool { return done != nil }); err != nil {
 			t.Fatal(err)
 		}
 		return done

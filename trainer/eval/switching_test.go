@@ -12,6 +12,7 @@ import (
 	"github.com/dualforce/dualforce/sim/robotboard"
 	"github.com/dualforce/dualforce/skills"
 	"github.com/dualforce/dualforce/skills/skillstest"
+	"github.com/dualforce/dualforce/trainer/rig"
 )
 
 // switchPostures are four standing postures as constant skills: tall, crouched, wide and
@@ -30,7 +31,7 @@ var switchPostures = [][skills.NumJoints]float32{
 func forcedSwitches(t *testing.T, n int, interval, blend time.Duration) (maxStep float64, fell bool, fault string) {
 	t.Helper()
 	bank := skillstest.ConstantSlots(t, skillstest.Locomotion(t), switchPostures...)
-	rig, err := NewRig(bank, robotboard.Config{}, func(c *core.Config) {
+	rg, err := rig.New(bank, robotboard.Config{}, func(c *core.Config) {
 		c.StandUp = time.Second
 		c.AutoRun = true
 		c.Blend = blend
@@ -38,13 +39,13 @@ func forcedSwitches(t *testing.T, n int, interval, blend time.Duration) (maxStep
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rig.Close()
+	defer rg.Close()
 	var jmap solo12.Map
 	var cmd, prev solo12.JointCommand
 	running := false
-	rig.Driver.Observe = func(_ *core.Input, out *core.Output) {
+	rg.Driver.Observe = func(_ *core.Input, out *core.Output) {
 		jmap.ReadCommand(&out.Command, &cmd)
-		if running && rig.Core.Phase() == core.PhaseRun {
+		if running && rg.Core.Phase() == core.PhaseRun {
 			for j := range cmd.Q {
 				maxStep = max(maxStep, math.Abs(cmd.Q[j]-prev.Q[j]))
 			}
@@ -52,28 +53,28 @@ func forcedSwitches(t *testing.T, n int, interval, blend time.Duration) (maxStep
 		prev = cmd
 	}
 	ctx := context.Background()
-	if err := rig.Until(ctx, 5000, func() bool { return rig.Core.Phase() == core.PhaseRun || rig.Core.Fault() != "" }); err != nil {
+	if err := rg.Until(ctx, 5000, func() bool { return rg.Core.Phase() == core.PhaseRun || rg.Core.Fault() != "" }); err != nil {
 		t.Fatal(err)
 	}
 	// Settle into the first posture before counting.
 	for range 1000 {
-		if err := rig.Step(); err != nil {
+		if err := rg.Step(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	running = true
 	for k := range n {
 		next := (k + 1) % len(switchPostures)
-		if err := rig.Command(corebus.Command{Kind: corebus.KindSkill, Skill: corebus.SkillSelection{By: corebus.SelectByIndex, Index: next, Generation: 1}}); err != nil {
+		if err := rg.Command(corebus.Command{Kind: corebus.KindSkill, Skill: corebus.SkillSelection{By: corebus.SelectByIndex, Index: next, Generation: 1}}); err != nil {
 			t.Fatal(err)
 		}
 		for range interval / time.Millisecond {
-			if err := rig.Step(); err != nil {
+			if err := rg.Step(); err != nil {
 				t.Fatal(err)
 			}
-			fell = fell || rig.Robot.Truth().Fell
+			fell = fell || rg.Robot.Truth().Fell
 		}
-		if f := rig.Core.Fault(); f != "" {
+		if f := rg.Core.Fault(); f != "" {
 			return maxStep, fell, f
 		}
 	}
