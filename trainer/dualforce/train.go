@@ -18,7 +18,6 @@ import (
 	"github.com/dualforce/dualforce/trainer/nn"
 	"github.com/dualforce/dualforce/trainer/prep"
 	"github.com/dualforce/dualforce/trainer/run"
-	"github.com/dualforce/dualforce/trainer/smodice"
 	"github.com/dualforce/dualforce/trainer/wbc"
 )
 
@@ -68,29 +67,14 @@ func (c TrainConfig) skillSeed(i int) *rand.PCG { return rand.NewPCG(c.Seed^0xd0
 // subsets with rng (the skill's generator, saved with the checkpoint).
 type NewEncoder func(skill int, rng *rand.Rand) (Encoder, error)
 
-// ErrOtherData reports a pre-trained input (the discriminator's reward, the
-// FRE encoder) made from another dataset or task than the run's.
+// ErrOtherData reports a pre-trained FRE encoder made for other data than
+// the run's (the discriminator's reward is checked by disc.ReadReward).
 var ErrOtherData = errors.New("dualforce: input was made from other data")
-
-// ImitationReward returns r_E of every offline transition from an
-// SMODICE-expert run's checkpoint (its discriminator's reward), after
-// checking that the run trained on the very data d was prepared from.
-func ImitationReward(ck *smodice.Checkpoint, d *prep.Data) ([]float32, error) {
-	switch {
-	case ck.Digest != d.Digest:
-		return nil, fmt.Errorf("%w: the SMODICE run's discriminator was trained on another dataset", ErrOtherData)
-	case ck.Task != d.Task:
-		return nil, fmt.Errorf("%w: the SMODICE run is for task %q, not %q", ErrOtherData, ck.Task, d.Task)
-	case len(ck.Reward) != d.Offline.Len():
-		return nil, fmt.Errorf("%w: %d rewards for %d transitions", ErrOtherData, len(ck.Reward), d.Offline.Len())
-	}
-	return ck.Reward, nil
-}
 
 // TrainInputs are what a run needs besides the prepared data.
 type TrainInputs struct {
 	// RE is the imitation reward r_E of every offline transition (the
-	// SMODICE run's discriminator).
+	// discriminator's, disc.ReadReward).
 	RE []float32
 	// LatentDim is the encoder's latent width.
 	LatentDim int

@@ -188,21 +188,3 @@ func TestTrainRefusesBadInputBeforeTraining(t *testing.T) {
 		})
 	}
 }
-
-// TestImitationRewardRefusesOtherData: the discriminator of an SMODICE run
-// on other data is refused.
-func TestImitationRewardRefusesOtherData(t *testing.T) {
-	d, ck := trainTestData(t)
-	if r, err := ImitationReward(ck, d); err != nil || len(r) != d.Offline.Len() {
-		t.Fatalf("the run's own SMODICE reward: %d values, %v", len(r), err)
-	}
-	other := preparedSynthetic(t, 2)
-	if _, err := ImitationReward(ck, other); !errors.Is(err, ErrOtherData) {
-		t.Errorf("SMODICE run on data seed 1 for data seed 2: err %v, want ErrOtherData", err)
-	}
-	nav := *ck
-	nav.Task = "navigation"
-	if _, err := ImitationReward(&nav, d); !errors.Is(err, ErrOtherData) {
-		t.Errorf("SMODICE run of another task: err %v, want ErrOtherData", err)
-	}
-}

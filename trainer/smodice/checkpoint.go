@@ -74,7 +74,7 @@ type state struct {
 // arrays lists the checkpoint's arrays by name.
 func (ck *Checkpoint) arrays() map[string]*[]float32 {
 	return map[string]*[]float32{
-		"disc_params": &ck.DiscParams, "reward": &ck.Reward,
+		"disc_params": &ck.DiscParams, disc.RewardArray: &ck.Reward,
 		"value": &ck.V.Params, "value_adam_m": &ck.V.Adam.M, "value_adam_v": &ck.V.Adam.V,
 		"policy": &ck.Pi.Params, "policy_adam_m": &ck.Pi.Adam.M, "policy_adam_v": &ck.Pi.Adam.V,
 		"psi": &ck.Estimate.Psi,
