@@ -40,21 +40,32 @@ func ReadReward(path string, d *prep.Data) ([]float32, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: %s: a %s checkpoint without a discriminator reward", checkpoint.ErrArray, path, f.Algorithm)
 	}
+	if err := CheckReward(path, f.Task, f.Contract, r, d); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// CheckReward checks that r, the discriminator reward of a run for task
+// with contract (named by source in errors), belongs to d: the same task,
+// layout and offline set (its length and the normaliser fitted on it) and
+// finite values.
+func CheckReward(source, task string, contract skills.Contract, r []float32, d *prep.Data) error {
 	c := d.Contract
 	switch {
-	case f.Contract.Layout.Name != c.Layout.Name:
-		return nil, fmt.Errorf("%w: %s: its discriminator reads layout %q, the dataset is in %q: %w", ErrOtherData, path, f.Contract.Layout.Name, c.Layout.Name, skills.ErrLayoutMismatch)
-	case f.Task != d.Task:
-		return nil, fmt.Errorf("%w: %s was trained for task %q, not %q", ErrOtherData, path, f.Task, d.Task)
+	case contract.Layout.Name != c.Layout.Name:
+		return fmt.Errorf("%w: %s: its discriminator reads layout %q, the dataset is in %q: %w", ErrOtherData, source, contract.Layout.Name, c.Layout.Name, skills.ErrLayoutMismatch)
+	case task != d.Task:
+		return fmt.Errorf("%w: %s was trained for task %q, not %q", ErrOtherData, source, task, d.Task)
 	case len(r) != d.Offline.Len() ||
-		!slices.Equal(f.Contract.Normaliser.Mean, c.Normaliser.Mean) || !slices.Equal(f.Contract.Normaliser.Std, c.Normaliser.Std):
-		return nil, fmt.Errorf("%w: %s was trained on another offline dataset (%d transitions, other statistics) than this one (%d)",
-			ErrOtherData, path, len(r), d.Offline.Len())
+		!slices.Equal(contract.Normaliser.Mean, c.Normaliser.Mean) || !slices.Equal(contract.Normaliser.Std, c.Normaliser.Std):
+		return fmt.Errorf("%w: %s was trained on another offline dataset (%d transitions, other statistics) than this one (%d)",
+			ErrOtherData, source, len(r), d.Offline.Len())
 	}
 	for i, v := range r {
 		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-			return nil, fmt.Errorf("%w: %s: r_E of transition %d is %v", checkpoint.ErrCheckpoint, path, i, v)
+			return fmt.Errorf("%w: %s: r_E of transition %d is %v", checkpoint.ErrCheckpoint, source, i, v)
 		}
 	}
-	return r, nil
+	return nil
 }

@@ -459,12 +459,16 @@ type Options struct {
 }
 
 // ExpertImitation is the imitation target of a SMODICE-expert run on d: its r_E (checked to
-// be of d's data by dualforce.ImitationReward) and the whole-set weights of its value function
-// (its occupancy ratios eta_E).
+// be of d's offline set by disc.CheckReward) and the whole-set weights of its value function
+// (its occupancy ratios eta_E). The run must have trained on d's very data, the expert set
+// included (the same digest): its value function, not only r_E, is read.
 func ExpertImitation(d *prep.Data, ck *smodice.Checkpoint) (Imitation, error) {
-	rE, err := dualforce.ImitationReward(ck, d)
-	if err != nil {
+	rE := ck.Reward
+	if err := disc.CheckReward("the SMODICE run", ck.Task, ck.Contract, rE, d); err != nil {
 		return Imitation{}, fmt.Errorf("%w: %w", ErrImitation, err)
+	}
+	if ck.Digest != d.Digest {
+		return Imitation{}, fmt.Errorf("%w: the SMODICE run trained on other data (offline or expert set)", ErrImitation)
 	}
 	v, err := dice.NewValue(d.Offline, ck.Config.Value, rand.New(rand.NewPCG(0, 0)))
 	if err != nil {
