@@ -7,16 +7,14 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"path/filepath"
 	"slices"
 	"time"
 
-	"github.com/dualforce/dualforce/skills"
 	"github.com/dualforce/dualforce/trainer/datafile"
+	"github.com/dualforce/dualforce/trainer/disc"
 	"github.com/dualforce/dualforce/trainer/fre"
 	"github.com/dualforce/dualforce/trainer/prep"
 	trainrun "github.com/dualforce/dualforce/trainer/run"
-	"github.com/dualforce/dualforce/trainer/smodice"
 )
 
 const trainFREUsage = `Usage: dualforce train fre --offline FILE --smodice DIR --out DIR [flags]
@@ -58,7 +56,7 @@ func runTrainFRE(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	ffn := fs.Int("ffn", def.Arch.FFN, "transformer feed-forward width")
 	decoder := fs.Int("decoder", def.Arch.DecoderHidden[0], "decoder hidden width (three layers)")
 	lr := fs.Float64("lr", def.LR, "Adam learning rate")
-	pool := fs.Int("pool", 200000, "at most this many offline states (a random subset) carry the prior")
+	pool := fs.Int("pool", defaultFREPool, "at most this many offline states (a random subset) carry the prior")
 	seed := fs.Uint64("seed", def.Seed, "seed of every random choice")
 	every := fs.Int("checkpoint-every", def.Run.CheckpointEvery, "steps between checkpoints")
 	resume := fs.Bool("resume", false, "continue the run in --out from its checkpoint")
@@ -82,7 +80,11 @@ func runTrainFRE(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 
-	src, err := loadFRESource(*task, *offline, *smodiceRun, *pool, *seed)
+	data, rE, err := loadOfflineWithReward(*task, *offline, *smodiceRun)
+	if err != nil {
+		return err
+	}
+	src, err := freSource(data, rE, *pool, *seed)
 	if err != nil {
 		return err
 	}
@@ -119,52 +121,45 @@ func printFREReport(w io.Writer, rep *fre.Report) {
 	fmt.Fprintf(w, "identification of %d unseen rewards: %.3f\n", rep.IdentificationRewards, rep.Identification)
 }
 
-// errDiscMismatch reports a SMODICE run whose discriminator was not trained
-// on the offline dataset given.
-var errDiscMismatch = errors.New("the SMODICE run does not fit the offline dataset")
+// defaultFREPool is train fre's --pool: how many offline states (at most)
+// carry the prior.
+const defaultFREPool = 200000
 
-// loadFRESource reads and checks the offline dataset and the SMODICE run's
-// imitation reward, and returns at most pool of the standardised states
-// with their features and r_E.
-func loadFRESource(task, offline, run string, pool int, seed uint64) (*fre.Source, error) {
+// loadOfflineWithReward reads and checks the offline dataset and the
+// imitation reward r_E of every offline transition from the SMODICE run
+// (directory or checkpoint file) whose discriminator trained on it. The
+// expert set is not read: r_E carries what the loops need of it.
+func loadOfflineWithReward(task, offline, smodiceRun string) (*prep.Data, []float32, error) {
 	off, err := datafile.ReadOffline(offline)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	in, err := prep.FromFiles(task, off, nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	data, err := prep.Prepare(in)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if filepath.Ext(run) != filepath.Ext(trainrun.CheckpointFile) {
-		run = filepath.Join(run, trainrun.CheckpointFile)
-	}
-	ck, err := smodice.Read(run)
+	rE, err := disc.ReadReward(smodiceRun, data)
 	if err != nil {
-		return nil, err
+		return nil, nil, fmt.Errorf("%s: %w", offline, err)
 	}
-	c := data.Contract
-	switch {
-	case ck.Contract.Layout.Name != c.Layout.Name:
-		return nil, fmt.Errorf("%w: %s: its discriminator reads layout %q, the dataset is in %q: %w", errDiscMismatch, run, ck.Contract.Layout.Name, c.Layout.Name, skills.ErrLayoutMismatch)
-	case ck.Task != data.Task:
-		return nil, fmt.Errorf("%w: %s was trained for task %q, not %q", errDiscMismatch, run, ck.Task, data.Task)
-	case len(ck.Reward) != data.Offline.Len() ||
-		!slices.Equal(ck.Contract.Normaliser.Mean, c.Normaliser.Mean) || !slices.Equal(ck.Contract.Normaliser.Std, c.Normaliser.Std):
-		return nil, fmt.Errorf("%w: %s was trained on another offline dataset (%d transitions, other statistics) than %s (%d)",
-			errDiscMismatch, run, len(ck.Reward), offline, data.Offline.Len())
-	}
+	return data, rE, nil
+}
+
+// freSource returns at most pool of data's standardised states, drawn with
+// seed, with their features and r_E: the states an FRE run trains on.
+func freSource(data *prep.Data, rE []float32, pool int, seed uint64) (*fre.Source, error) {
 	n, d, f := data.Offline.Len(), data.Offline.ObsDim, data.FeatureDim
 	rows := rand.New(rand.NewPCG(seed, 0x9001)).Perm(n)[:min(n, pool)]
 	slices.Sort(rows)
-	src := &fre.Source{Task: data.Task, Contract: c, Dim: d, FeatureDim: f}
+	src := &fre.Source{Task: data.Task, Contract: data.Contract, Dim: d, FeatureDim: f}
 	for _, i := range rows {
 		src.States = append(src.States, data.Offline.Obs[i*d:(i+1)*d]...)
 		src.Phi = append(src.Phi, data.Phi[i*f:(i+1)*f]...)
-		src.RE = append(src.RE, ck.Reward[i])
+		src.RE = append(src.RE, rE[i])
 	}
 	return src, src.Validate()
 }

@@ -83,31 +83,16 @@ func (t *Trainer) restoreFile(f *checkpoint.File) error {
 // Load rebuilds the trainer of the run whose checkpoint is at path (a run
 // directory's run.CheckpointFile) over src, the source it was trained on
 // (checked by digest): for exporting the frozen encoder (Export) to
-// Dual-Force or a bank.
+// Dual-Force or a bank. ReadConfig gives the run's configuration first,
+// for rebuilding the source with the run's seed.
 func Load(src *Source, path string) (*Trainer, error) {
-	f, err := checkpoint.Read(path)
+	f, cfg, err := readRun(path)
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case f.Algorithm != Algorithm:
-		return nil, fmt.Errorf("%w: %s is a %s checkpoint, not %s", ErrCheckpoint, path, f.Algorithm, Algorithm)
-	case f.Digest != src.Digest() || f.Task != src.Task:
+	if f.Digest != src.Digest() || f.Task != src.Task {
 		return nil, fmt.Errorf("%w: %s was trained on other states or rewards", run.ErrResumeMismatch, path)
 	}
-	var saved run.SavedConfig
-	var cfg Config
-	dec := json.NewDecoder(bytes.NewReader(f.Config))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&saved); err != nil {
-		return nil, fmt.Errorf("%w: %s: config: %w", ErrCheckpoint, path, err)
-	}
-	dec = json.NewDecoder(bytes.NewReader(saved.Config))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&cfg); err != nil {
-		return nil, fmt.Errorf("%w: %s: config: %w", ErrCheckpoint, path, err)
-	}
-	cfg.Run = saved.Settings
 	t, err := NewTrainer(src, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrCheckpoint, path, err)
@@ -116,4 +101,36 @@ func Load(src *Source, path string) (*Trainer, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return t, nil
+}
+
+// ReadConfig returns the configuration of the run whose checkpoint is at
+// path.
+func ReadConfig(path string) (Config, error) {
+	_, cfg, err := readRun(path)
+	return cfg, err
+}
+
+// readRun reads an FRE checkpoint and its configuration.
+func readRun(path string) (*checkpoint.File, Config, error) {
+	var cfg Config
+	f, err := checkpoint.Read(path)
+	if err != nil {
+		return nil, cfg, err
+	}
+	if f.Algorithm != Algorithm {
+		return nil, cfg, fmt.Errorf("%w: %s is a %s checkpoint, not %s", ErrCheckpoint, path, f.Algorithm, Algorithm)
+	}
+	var saved run.SavedConfig
+	dec := json.NewDecoder(bytes.NewReader(f.Config))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&saved); err != nil {
+		return nil, cfg, fmt.Errorf("%w: %s: config: %w", ErrCheckpoint, path, err)
+	}
+	dec = json.NewDecoder(bytes.NewReader(saved.Config))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		return nil, cfg, fmt.Errorf("%w: %s: config: %w", ErrCheckpoint, path, err)
+	}
+	cfg.Run = saved.Settings
+	return f, cfg, nil
 }
