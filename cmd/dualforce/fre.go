@@ -98,11 +98,8 @@ func runTrainFRE(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if tr != nil && errors.Is(err, context.Canceled) {
 		fmt.Fprintf(stdout, "interrupted after step %d; checkpoint in %s (continue with --resume)\n", tr.Steps(), *out)
 	}
-	if errors.Is(err, trainrun.ErrRunExists) {
-		return fmt.Errorf("%w (pass --resume to continue that run, or choose another --out)", err)
-	}
 	if err != nil {
-		return err
+		return explainRunExists(err)
 	}
 	fmt.Fprintf(stdout, "step %d, reward scale %.4g (%v this session)\n", tr.Steps(), tr.Prior().Scale, time.Since(start).Round(time.Millisecond))
 	printFREReport(stdout, rep)

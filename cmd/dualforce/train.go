@@ -20,7 +20,7 @@ import (
 )
 
 func init() {
-	register(command{name: "train", summary: "train a skill bank (smodice, doi) or pre-train the reward encoder (fre)", run: methods(trainUsage, "training method", map[string]runFunc{"smodice": runTrainSMODICE, "doi": runTrainDOI, "fre": runTrainFRE})})
+	register(command{name: "train", summary: "train a skill bank (smodice, dualforce, doi) or pre-train the reward encoder (fre)", run: methods(trainUsage, "training method", map[string]runFunc{"smodice": runTrainSMODICE, "doi": runTrainDOI, "fre": runTrainFRE, "dualforce": runTrainDualForce})})
 }
 
 const trainUsage = `Usage: dualforce train <method> [flags]
@@ -30,6 +30,8 @@ Methods:
             R = r_E weights the offline transitions, a policy clones them by weight
   fre       the functional reward encoder, pre-trained on a prior of rewards over the offline
             states (needs a SMODICE run for r_E), frozen afterwards
+  dualforce Dual-Force: n diverse skills held to the expert (needs the SMODICE run for r_E and
+            the FRE run for the latents)
   doi       the DOI baseline: n one-hot skills, a skill discriminator q(z|phi(s)) for the
             mutual-information reward, the same DICE, multipliers and Polyak averaging
 `
@@ -153,11 +155,8 @@ func runTrainSMODICE(ctx context.Context, args []string, stdout, stderr io.Write
 	if ck != nil && errors.Is(err, context.Canceled) {
 		fmt.Fprintf(stdout, "interrupted after iteration %d; checkpoint in %s (continue with --resume)\n", ck.Iteration, *tf.out)
 	}
-	if errors.Is(err, trainrun.ErrRunExists) {
-		return fmt.Errorf("%w (pass --resume to continue that run, or choose another --out)", err)
-	}
 	if err != nil {
-		return err
+		return explainRunExists(err)
 	}
 	printRun(stdout, ck, time.Since(start))
 	if last != nil && data.Behaviours != nil {

@@ -19,8 +19,14 @@ import (
 // returns the offline file's path (the expert file sits next to it).
 func writeSynthetic(t *testing.T, dir string) string {
 	t.Helper()
-	off, exp := datafiletest.Datasets(t, datafiletest.Small, 1)
-	path := filepath.Join(dir, "synthetic.npz")
+	return writeSyntheticAt(t, filepath.Join(dir, "synthetic.npz"), 1)
+}
+
+// writeSyntheticAt writes the small synthetic task of data seed seed to
+// path and its expert file next to it, and returns path.
+func writeSyntheticAt(t *testing.T, path string, seed uint64) string {
+	t.Helper()
+	off, exp := datafiletest.Datasets(t, datafiletest.Small, seed)
 	if err := datafile.WriteOffline(path, off); err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +123,7 @@ func TestTrainingCommandsRefuseBadInput(t *testing.T) {
 		stderr string
 	}{
 		{"no method", []string{"train"}, 2, "missing method"},
-		{"unknown method", []string{"train", "dualforce"}, 2, "unknown training method"},
+		{"unknown method", []string{"train", "ppo"}, 2, "unknown training method"},
 		{"no out", []string{"train", "smodice", "--offline", data}, 2, "--offline and --out are required"},
 		{"zero batch", []string{"train", "smodice", "--offline", data, "--out", run, "--batch", "0"}, 2, "positive batch"},
 		{"missing file", []string{"train", "smodice", "--offline", filepath.Join(dir, "nope.npz"), "--out", run}, 1, "no such file"},

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/dualforce/dualforce/skills"
+	dfloop "github.com/dualforce/dualforce/trainer/dualforce"
+	"github.com/dualforce/dualforce/trainer/fre"
+	"github.com/dualforce/dualforce/trainer/prep"
+	trainrun "github.com/dualforce/dualforce/trainer/run"
+)
+
+var trainDualForceUsage = `Usage: dualforce train dualforce --offline FILE --smodice DIR --fre DIR --out DIR [flags]
+
+Trains --skills skills with Dual-Force (the paper's Algorithm 1): each skill has its own value
+function, policy and weights over the whole offline set, held to the expert by a bounded
+Lagrange multiplier on the imitation constraint phi_i <= --eps (r_E from the discriminator of
+the SMODICE run in --smodice) and pushed apart by the Van der Waals reward on the successor
+features at distance scale --l0. Every reward a skill is trained under is encoded by the
+frozen FRE encoder of the run in --fre into a latent z_i^k (the mean over --subsets subsets of
+the FRE run's token count of offline states). Writes into DIR:
+  metrics.jsonl    one JSON line per iteration (VdW objective, mean minimum distance, and per
+                   skill the constraint phi, sigmoid(mu), distance to and index of the
+                   nearest skill, ESS, largest weight, value and policy losses; seconds)
+  dualforce.png    the constraints against eps, the VdW objective, the mean minimum distance
+  dualforce_weights.png  each skill's sigmoid(mu) and effective sample size
+  checkpoint.npz   written atomically every --checkpoint-every iterations and on Ctrl-C
+  bank.npz         the skill bank (written atomically), unless --bank says where: one slot
+                   per skill (its final policy), every latent met with its skill, iteration,
+                   sigmoid(mu), phi and offline psi, and the FRE encoder with its anchors
+
+--l0 and --eps default to the task's values (` + taskDefaults() + `).
+
+Every input is checked before the run directory is touched (NaN or Inf, a dataset whose
+layout is not the task's, a SMODICE or FRE run of another dataset). The SMODICE and FRE runs
+must have been trained on the same --offline file; give --fre-pool if the FRE run was
+trained with a --pool other than the default. --resume continues a run from DIR's
+checkpoint and ends with the same bank, bit for bit, as an uninterrupted run; only --iters
+and --checkpoint-every may change between the two.
+`
+
+// taskDefaults lists every task's l0 and eps.
+func taskDefaults() string {
+	var parts []string
+	for _, name := range slices.Sorted(func(yield func(string) bool) {
+		for name := range prep.Tasks {
+			if !yield(name) {
+				return
+			}
+		}
+	}) {
+		t := prep.Tasks[name]
+		parts = append(parts, fmt.Sprintf("%s %g and %g", name, t.L0, t.Eps))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func runTrainDualForce(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	def, err := dfloop.DefaultTrainConfig(prep.TaskLocomotion)
+	if err != nil {
+		return err
+	}
+	fs := newFlagSet("train dualforce", trainDualForceUsage, stderr)
+	offline := fs.String("offline", "", "offline dataset archive (required)")
+	smodiceRun := fs.String("smodice", "", "SMODICE run directory (or its checkpoint file) whose discriminator gives r_E (required)")
+	freRun := fs.String("fre", "", "FRE run directory (or its checkpoint file): the frozen reward encoder (required)")
+	out := fs.String("out", "", "run directory (required)")
+	task := fs.String("task", "", "task the data must be for: locomotion or navigation (default: the dataset's)")
+	nSkills := fs.Int("skills", def.Skills, "number of skills n (at least 2)")
+	l0 := fs.Float64("l0", 0, "VdW distance scale l0 (default: the task's)")
+	eps := fs.Float64("eps", 0, "imitation-constraint bound eps (default: the task's)")
+	iters := fs.Int("iters", def.Run.Iterations, "outer iterations")
+	batch := fs.Int("batch", def.Value.Batch, "transitions per value and policy step")
+	hidden := fs.Int("hidden", def.Value.Hidden[0], "width of the value and policy networks' two hidden layers")
+	subsets := fs.Int("subsets", 32, "subsets of offline states each latent averages over (m)")
+	pool := fs.Int("fre-pool", defaultFREPool, "the --pool the FRE run was trained with")
+	seed := fs.Uint64("seed", def.Seed, "seed of every random choice")
+	every := fs.Int("checkpoint-every", def.Run.CheckpointEvery, "iterations between checkpoints")
+	resume := fs.Bool("resume", false, "continue the run in --out from its checkpoint")
+	bankPath := fs.String("bank", "", "bank to write at the end (default <out>/bank.npz)")
+	quiet := fs.Bool("quiet", false, "no progress bar")
+	if err := parseFlags(fs, args, 0); err != nil {
+		return err
+	}
+	switch {
+	case *offline == "" || *smodiceRun == "" || *freRun == "" || *out == "":
+		return usagef("--offline, --smodice, --fre and --out are required")
+	case *nSkills < 2 || *iters < 0 || *batch <= 0 || *hidden <= 0 || *subsets <= 0 || *pool <= 0 || *every <= 0:
+		return usagef("--skills %d, --iters %d, --batch %d, --hidden %d, --subsets %d, --fre-pool %d, --checkpoint-every %d: want at least 2 skills, non-negative iterations and positive sizes",
+			*nSkills, *iters, *batch, *hidden, *subsets, *pool, *every)
+	case !(*l0 >= 0) || !(*eps >= 0):
+		return usagef("--l0 %v, --eps %v: want positive values (0 for the task's)", *l0, *eps)
+	}
+	if *bankPath == "" {
+		*bankPath = filepath.Join(*out, "bank.npz")
+	}
+
+	data, rE, err := loadOfflineWithReward(*task, *offline, *smodiceRun)
+	if err != nil {
+		return err
+	}
+	enc, tokens, err := loadFREEncoder(data, rE, *freRun, *pool)
+	if err != nil {
+		return err
+	}
+	dims, err := enc.Net.Dims()
+	if err != nil {
+		return err
+	}
+	cfg, err := dfloop.DefaultTrainConfig(data.Task)
+	if err != nil {
+		return err
+	}
+	cfg.Seed, cfg.Skills, cfg.Run = *seed, *nSkills, trainrun.Settings{Iterations: *iters, CheckpointEvery: *every}
+	if *l0 > 0 {
+		cfg.Loop.L0 = *l0
+	}
+	if *eps > 0 {
+		cfg.Loop.Eps = *eps
+	}
+	cfg.Value.Hidden, cfg.Policy.Hidden = []int{*hidden, *hidden}, []int{*hidden, *hidden}
+	cfg.Value.Batch, cfg.Value.InitBatch, cfg.Policy.Batch = *batch, *batch, *batch
+	in := dfloop.TrainInputs{RE: rE, LatentDim: dims.Latent, BankFRE: enc,
+		Encoder: func(_ int, rng *rand.Rand) (dfloop.Encoder, error) {
+			return dfloop.NewFREEncoder(&enc.Net, data.Offline.Obs, data.Offline.ObsDim, *subsets, tokens, rng)
+		}}
+	fmt.Fprintf(stdout, "data: %d offline transitions, task %s, layout %s; %d skills, l0 %g, eps %g, latents of %d values\n",
+		data.Offline.Len(), data.Task, data.Contract.Layout.Name, cfg.Skills, cfg.Loop.L0, cfg.Loop.Eps, in.LatentDim)
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	start := time.Now()
+	bank, err := dfloop.Train(ctx, data, in, cfg, dfloop.Options{
+		Options: trainrun.Options{Dir: *out, Resume: *resume, Progress: stderr, Quiet: *quiet, Logger: log}})
+	if errors.Is(err, context.Canceled) {
+		fmt.Fprintf(stdout, "interrupted; checkpoint in %s (continue with --resume)\n", *out)
+	}
+	if err != nil {
+		return explainRunExists(err)
+	}
+	if err := skills.WriteBank(*bankPath, bank); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "bank: %s (%d skills, %d latents, FRE encoder; %v this session)\n",
+		*bankPath, len(bank.Slots), len(bank.Latents), time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// errFREMismatch reports an FRE run that was not trained on the offline
+// dataset and discriminator given.
+var errFREMismatch = errors.New("the FRE run does not fit the offline dataset and SMODICE run")
+
+// loadFREEncoder rebuilds the states the FRE run in path trained on (data's
+// states with r_E, drawn with the run's seed) and exports its frozen
+// encoder and the number of states it encodes a reward on at once; a run
+// of other states or rewards is refused.
+func loadFREEncoder(data *prep.Data, rE []float32, path string, pool int) (*skills.FRE, int, error) {
+	if filepath.Ext(path) != filepath.Ext(trainrun.CheckpointFile) {
+		path = filepath.Join(path, trainrun.CheckpointFile)
+	}
+	cfg, err := fre.ReadConfig(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	src, err := freSource(data, rE, pool, cfg.Seed)
+	if err != nil {
+		return nil, 0, err
+	}
+	tr, err := fre.Load(src, path)
+	if errors.Is(err, trainrun.ErrResumeMismatch) {
+		return nil, 0, fmt.Errorf("%w: %w (was it trained with --offline and --smodice as given here, and --pool %d?)", errFREMismatch, err, pool)
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	return tr.Export(), cfg.Tokens, nil
+}

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dualforce/dualforce/skills"
+	dfloop "github.com/dualforce/dualforce/trainer/dualforce"
+	trainrun "github.com/dualforce/dualforce/trainer/run"
+)
+
+// tinyFRE are train fre's flags for a test-scale encoder.
+var tinyFRE = []string{"--steps", "2", "--batch", "8", "--latent", "8", "--width", "16", "--ffn", "16", "--decoder", "16", "--quiet"}
+
+// TestTrainDualForce runs the whole chain through the command line at test
+// scale (SMODICE for r_E, FRE for the encoder, Dual-Force) and reads the
+// bank back; an FRE run of another dataset is refused before the run
+// directory is made.
+func TestTrainDualForce(t *testing.T) {
+	dir := t.TempDir()
+	data := writeSynthetic(t, dir)
+	smodiceRun, freRun := filepath.Join(dir, "smodice"), filepath.Join(dir, "fre")
+	mustRun(t, "train", "smodice", "--offline", data, "--out", smodiceRun, "--disc-steps", "20", "--iters", "1", "--batch", "64", "--quiet")
+	mustRun(t, append([]string{"train", "fre", "--offline", data, "--smodice", smodiceRun, "--out", freRun}, tinyFRE...)...)
+
+	out := filepath.Join(dir, "dualforce")
+	tiny := []string{"train", "dualforce", "--offline", data, "--smodice", smodiceRun, "--fre", freRun,
+		"--iters", "3", "--batch", "64", "--hidden", "16", "--subsets", "2", "--checkpoint-every", "2", "--quiet"}
+	stdout := mustRun(t, append(tiny, "--out", out)...)
+	t.Log(stdout)
+	if !strings.Contains(stdout, "l0 6, eps 4, latents of 8 values") {
+		t.Errorf("output lacks the task's l0 and eps and the FRE's latent width")
+	}
+	for _, f := range []string{trainrun.CheckpointFile, trainrun.MetricsFile, dfloop.TrainingPlot, dfloop.WeightsPlot} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("run directory lacks %s", f)
+		}
+	}
+	checkBank := func(iters int) {
+		t.Helper()
+		bank, err := skills.ReadBank(filepath.Join(out, "bank.npz"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(bank.Slots) != 3 || len(bank.Latents) != 3*iters || bank.LatentDim != 8 || bank.FRE == nil {
+			t.Fatalf("bank of %d slots, %d latents of %d values, FRE %v: want 3 slots, %d latents of 8, an FRE",
+				len(bank.Slots), len(bank.Latents), bank.LatentDim, bank.FRE != nil, 3*iters)
+		}
+	}
+	checkBank(3)
+	if code, _, stderr := dualforce(append(tiny, "--out", out)...); code != 1 || !strings.Contains(stderr, "--resume") {
+		t.Errorf("a second run into the same directory: exit %d, %s", code, stderr)
+	}
+	mustRun(t, append(tiny, "--out", out, "--resume", "--iters", "5")...)
+	checkBank(5)
+
+	// The same chain on another dataset of the same layout: its FRE run
+	// does not belong to the first dataset.
+	other := writeSyntheticAt(t, filepath.Join(dir, "other.npz"), 2)
+	otherSMODICE, otherFRE := filepath.Join(dir, "smodice2"), filepath.Join(dir, "fre2")
+	mustRun(t, "train", "smodice", "--offline", other, "--out", otherSMODICE, "--disc-steps", "20", "--iters", "1", "--batch", "64", "--quiet")
+	mustRun(t, append([]string{"train", "fre", "--offline", other, "--smodice", otherSMODICE, "--out", otherFRE}, tinyFRE...)...)
+	refused := filepath.Join(dir, "refused")
+	for _, c := range []struct{ name, smodice, fre, want string }{
+		{"FRE of other data", smodiceRun, otherFRE, "FRE run does not fit"},
+		{"SMODICE of other data", otherSMODICE, freRun, "another offline dataset"},
+	} {
+		code, _, stderr := dualforce(slices.Concat(tiny, []string{"--smodice", c.smodice, "--fre", c.fre, "--out", refused})...)
+		if code != 1 || !strings.Contains(stderr, c.want) {
+			t.Errorf("%s: exit %d, %s", c.name, code, stderr)
+		}
+		if _, err := os.Stat(refused); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: the run directory was made (%v) before the input was refused", c.name, err)
+		}
+	}
+	if code, _, stderr := dualforce("train", "dualforce", "--offline", data, "--smodice", smodiceRun, "--out", out); code != 2 || !strings.Contains(stderr, "--fre") {
+		t.Errorf("missing --fre: exit %d, %s", code, stderr)
+	}
+}
