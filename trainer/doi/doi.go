@@ -17,12 +17,12 @@ import (
 	"github.com/dualforce/dualforce/trainer/dataset"
 	"github.com/dualforce/dualforce/trainer/dice"
 	"github.com/dualforce/dualforce/trainer/disc"
-	"github.com/dualforce/dualforce/trainer/dualforce"
 	"github.com/dualforce/dualforce/trainer/export"
 	"github.com/dualforce/dualforce/trainer/metrics"
 	"github.com/dualforce/dualforce/trainer/nn"
 	"github.com/dualforce/dualforce/trainer/prep"
 	"github.com/dualforce/dualforce/trainer/run"
+	"github.com/dualforce/dualforce/trainer/skillset"
 	"github.com/dualforce/dualforce/trainer/smodice"
 	"github.com/dualforce/dualforce/trainer/wbc"
 )
@@ -51,7 +51,7 @@ type Config struct {
 	ClassifierBatch  int     `json:"classifier_batch"`
 	ClassifierSteps  int     `json:"classifier_steps"`
 	// Epsilon is the constraint's bound on phi_z; MuLR the multipliers' step (Dual-Force's
-	// bounded step, dualforce.MultiplierStep).
+	// bounded step, skillset.MultiplierStep).
 	Epsilon float64 `json:"epsilon"`
 	MuLR    float64 `json:"mu_lr"`
 	// MinAlpha floors the Polyak step of the weights (alpha_k = max(1/k, MinAlpha)).
@@ -67,7 +67,7 @@ type Config struct {
 
 // DefaultConfig is n = 3 with the spec's discriminator and SMODICE's learners, a 256-256
 // classifier (Adam 3e-4, 256 samples per skill, one step per iteration), the locomotion
-// constraint eps = 4, multipliers stepped at 0.05 within +-dualforce.MuBound, Polyak floor 0.05, DISDAIN
+// constraint eps = 4, multipliers stepped at 0.05 within +-skillset.MuBound, Polyak floor 0.05, DISDAIN
 // off; 20000 iterations, checkpointed every 500.
 func DefaultConfig() Config {
 	return Config{
@@ -205,7 +205,7 @@ func (l *Loop) sigma(z int) float64 {
 	if l.cfg.FixedMu {
 		return 1
 	}
-	return dualforce.Sigmoid(l.mu[z])
+	return skillset.Sigmoid(l.mu[z])
 }
 
 // classifyAll computes the ensemble-mean q(.|phi(s)) of every offline state and, with an
@@ -273,7 +273,7 @@ func (l *Loop) Iterate(ctx context.Context) (map[string]metrics.Num, error) {
 	psis := make([][]float64, k)
 	phis := make([]float64, k)
 	for z, s := range l.skills {
-		key := func(name string) string { return dualforce.SkillKey(name, z) }
+		key := func(name string) string { return skillset.SkillKey(name, z) }
 		rec[key("value_loss")], rec[key("policy_loss")] = metrics.Num(s.valueLoss), metrics.Num(s.policyLoss)
 		rec[key("phi")], rec[key("sigma")] = metrics.Num(s.phi), metrics.Num(l.sigma(z))
 		rec[key("ess")] = metrics.Num(s.stats.ESS)
@@ -288,13 +288,13 @@ func (l *Loop) Iterate(ctx context.Context) (map[string]metrics.Num, error) {
 		phis[z] = s.phi
 	}
 	if !l.cfg.FixedMu {
-		dualforce.MultiplierStep(l.mu, phis, l.cfg.Epsilon, l.cfg.MuLR)
+		skillset.MultiplierStep(l.mu, phis, l.cfg.Epsilon, l.cfg.MuLR)
 	}
-	nb, err := dualforce.Nearest(psis)
+	nb, err := skillset.Nearest(psis)
 	if err != nil {
 		return rec, err
 	}
-	rec["mean_min_distance"] = metrics.Num(dualforce.MeanMinDistance(nb.Distance))
+	rec["mean_min_distance"] = metrics.Num(skillset.MeanMinDistance(nb.Distance))
 	rec["seconds"] = metrics.Num(time.Since(start).Seconds())
 	return rec, nil
 }

@@ -13,11 +13,11 @@ import (
 	"github.com/dualforce/dualforce/skills"
 	"github.com/dualforce/dualforce/trainer/datafile/datafiletest"
 	"github.com/dualforce/dualforce/trainer/dice"
-	"github.com/dualforce/dualforce/trainer/dualforce"
 	"github.com/dualforce/dualforce/trainer/internal/gradcheck"
 	"github.com/dualforce/dualforce/trainer/metrics"
 	"github.com/dualforce/dualforce/trainer/prep"
 	"github.com/dualforce/dualforce/trainer/run"
+	"github.com/dualforce/dualforce/trainer/skillset"
 	"github.com/dualforce/dualforce/trainer/smodice"
 )
 
@@ -107,7 +107,7 @@ func TestTrainSmall(t *testing.T) {
 				t.Fatalf("%d records", len(s.Iteration))
 			}
 			for _, m := range l.Multipliers() {
-				if lo, hi := dualforce.Sigmoid(-dualforce.MuBound), dualforce.Sigmoid(dualforce.MuBound); m < lo-1e-12 || m > hi+1e-12 {
+				if lo, hi := skillset.Sigmoid(-skillset.MuBound), skillset.Sigmoid(skillset.MuBound); m < lo-1e-12 || m > hi+1e-12 {
 					t.Fatalf("sigmoid(mu) %v outside [%v, %v]", m, lo, hi)
 				}
 			}

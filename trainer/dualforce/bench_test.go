@@ -8,6 +8,7 @@ import (
 
 	"github.com/dualforce/dualforce/trainer/dataset"
 	"github.com/dualforce/dualforce/trainer/dice"
+	"github.com/dualforce/dualforce/trainer/skillset"
 	"github.com/dualforce/dualforce/trainer/wbc"
 )
 
@@ -84,7 +85,7 @@ func BenchmarkIteration(b *testing.B) {
 			for i := range psi {
 				psi[i] = toFloat64(dice.SuccessorFeatures(loop.Weights(i), in.Phi, in.PhiDim))
 			}
-			nb, err := Nearest(psi)
+			nb, err := skillset.Nearest(psi)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -6,7 +6,9 @@
 // latent z_i^k a skill is trained under is stored with its skill, iteration,
 // sigmoid(mu_i), constraint estimate phi_i and offline successor features.
 //
-// The VdW pieces are pure functions of the successor features (vdw.go); the
+// The VdW pieces are pure functions of the successor features (vdw.go; the
+// nearest skills and the bounded multipliers, which DOI uses too, are
+// trainer/skillset's); the
 // loop (loop.go) wires them to a value learner by the KL dual, a weighted-BC
 // policy learner and a frozen FRE encoder per skill, each seen through a
 // small interface, so that the loop owns only its own logic; Train

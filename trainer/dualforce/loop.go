@@ -9,6 +9,7 @@ import (
 
 	"github.com/dualforce/dualforce/trainer/dataset"
 	"github.com/dualforce/dualforce/trainer/dice"
+	"github.com/dualforce/dualforce/trainer/skillset"
 )
 
 // Value is one skill's value learner (dice.Value): V(s, z) by the KL dual
@@ -147,7 +148,7 @@ func New(cfg Config, in Inputs, skills []Skill, rng *rand.Rand) (*Loop, error) {
 		return nil, fmt.Errorf("%w: %d skills, need at least 2", ErrConfig, len(skills))
 	}
 	if !(cfg.L0 > 0) || !(cfg.MuLR >= 0) || !(cfg.MinAlpha > 0 && cfg.MinAlpha <= 1) ||
-		cfg.ValueSteps < 0 || cfg.PolicySteps < 0 || cfg.MuInit < -MuBound || cfg.MuInit > MuBound {
+		cfg.ValueSteps < 0 || cfg.PolicySteps < 0 || cfg.MuInit < -skillset.MuBound || cfg.MuInit > skillset.MuBound {
 		return nil, fmt.Errorf("%w: %+v", ErrConfig, cfg)
 	}
 	n := len(in.RE)
@@ -175,7 +176,7 @@ func (l *Loop) sigma(i int) float64 {
 	if l.cfg.DiversityOff {
 		return 1
 	}
-	return Sigmoid(l.mu[i])
+	return skillset.Sigmoid(l.mu[i])
 }
 
 // Weights returns skill i's current (Polyak-averaged) weights over the
@@ -205,12 +206,12 @@ func (l *Loop) Iterate() (Metrics, error) {
 	for i := range ns {
 		psi[i] = toFloat64(dice.SuccessorFeatures(l.w[i].W, l.in.Phi, l.in.PhiDim))
 	}
-	nb, err := Nearest(psi)
+	nb, err := skillset.Nearest(psi)
 	if err != nil {
 		return m, err
 	}
 	m.Distance, m.Nearest = nb.Distance, nb.Nearest
-	m.Objective, m.MeanMinDistance = Objective(nb.Distance, l.cfg.L0), MeanMinDistance(nb.Distance)
+	m.Objective, m.MeanMinDistance = Objective(nb.Distance, l.cfg.L0), skillset.MeanMinDistance(nb.Distance)
 	force := Force(psi, nb, l.cfg.L0)
 	sigmas := make([]float64, ns)
 	for i := range ns {
@@ -238,7 +239,7 @@ func (l *Loop) Iterate() (Metrics, error) {
 
 	// Bounded Lagrange multipliers.
 	if !l.cfg.DiversityOff {
-		MultiplierStep(l.mu, m.Constraint, l.cfg.Eps, l.cfg.MuLR)
+		skillset.MultiplierStep(l.mu, m.Constraint, l.cfg.Eps, l.cfg.MuLR)
 	}
 	for i := range ns {
 		m.Sigma[i] = l.sigma(i)

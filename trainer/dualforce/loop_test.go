@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/dualforce/dualforce/trainer/dataset"
+	"github.com/dualforce/dualforce/trainer/skillset"
 )
 
 // scriptedSkill is a value learner, policy and encoder whose weights are a
@@ -103,8 +104,8 @@ func TestIterateFollowsAlgorithm1(t *testing.T) {
 			t.Errorf("skill %d: phi %g, want %g", i, m.Constraint[i], wantPhi)
 		}
 		wantMu := -0.3 * 0.25 * (0.5 - wantPhi)
-		if math.Abs(m.Sigma[i]-Sigmoid(wantMu)) > 1e-12 {
-			t.Errorf("skill %d: sigma %g after the step, want %g", i, m.Sigma[i], Sigmoid(wantMu))
+		if math.Abs(m.Sigma[i]-skillset.Sigmoid(wantMu)) > 1e-12 {
+			t.Errorf("skill %d: sigma %g after the step, want %g", i, m.Sigma[i], skillset.Sigmoid(wantMu))
 		}
 		lat := l.Latents()[i]
 		wantZ := []float32{1, ss[i].reward[0]}

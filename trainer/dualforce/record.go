@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/dualforce/dualforce/trainer/metrics"
+	"github.com/dualforce/dualforce/trainer/skillset"
 )
 
 // Keys of a Record. Per-skill values carry the skill's index: "phi_0",
@@ -22,10 +23,6 @@ const (
 	keyPolicyLoss      = "policy_loss"
 )
 
-// SkillKey names the metrics-log key of a per-skill value, e.g.
-// SkillKey("phi", 2) = "phi_2".
-func SkillKey(name string, skill int) string { return fmt.Sprintf("%s_%d", name, skill) }
-
 // Record is the metrics-log line of an iteration: one flat JSON object
 // whose numbers a metrics.Series reads back column by column.
 func (m Metrics) Record() map[string]metrics.Num {
@@ -42,11 +39,11 @@ func (m Metrics) Record() map[string]metrics.Num {
 		{keyESS, m.ESS}, {keyMaxW, m.MaxW}, {keyValueLoss, m.ValueLoss}, {keyPolicyLoss, m.PolicyLoss},
 	} {
 		for i, v := range col.x {
-			rec[SkillKey(col.key, i)] = metrics.Num(v)
+			rec[skillset.SkillKey(col.key, i)] = metrics.Num(v)
 		}
 	}
 	for i, j := range m.Nearest {
-		rec[SkillKey(keyNearest, i)] = metrics.Num(j)
+		rec[skillset.SkillKey(keyNearest, i)] = metrics.Num(j)
 	}
 	return rec
 }
@@ -67,7 +64,7 @@ const (
 func WritePlots(logPath, dir string, skills int, eps float64) error {
 	var keys []string
 	for i := range skills {
-		keys = append(keys, SkillKey(keyConstraint, i), SkillKey(keySigma, i), SkillKey(keyESS, i))
+		keys = append(keys, skillset.SkillKey(keyConstraint, i), skillset.SkillKey(keySigma, i), skillset.SkillKey(keyESS, i))
 	}
 	s, err := metrics.ReadSeries(logPath, append(keys, KeyObjective, KeyMeanMinDistance)...)
 	if err != nil {
@@ -77,7 +74,7 @@ func WritePlots(logPath, dir string, skills int, eps float64) error {
 	perSkill := func(key string) []metrics.Line {
 		lines := make([]metrics.Line, skills)
 		for i := range lines {
-			lines[i] = metrics.Line{Name: fmt.Sprintf("skill %d", i), X: x, Y: s.Values[SkillKey(key, i)]}
+			lines[i] = metrics.Line{Name: fmt.Sprintf("skill %d", i), X: x, Y: s.Values[skillset.SkillKey(key, i)]}
 		}
 		return lines
 	}

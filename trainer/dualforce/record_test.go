@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dualforce/dualforce/trainer/metrics"
+	"github.com/dualforce/dualforce/trainer/skillset"
 )
 
 // TestToyMetricsLogAndPlots writes a toy run's records to a metrics log,
@@ -34,7 +35,7 @@ func TestToyMetricsLogAndPlots(t *testing.T) {
 	if err := mlog.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s, err := metrics.ReadSeries(logPath, SkillKey("phi", 2), SkillKey("nearest", 0), KeyObjective, SkillKey("sigma", 1))
+	s, err := metrics.ReadSeries(logPath, skillset.SkillKey("phi", 2), skillset.SkillKey("nearest", 0), KeyObjective, skillset.SkillKey("sigma", 1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,8 +43,8 @@ func TestToyMetricsLogAndPlots(t *testing.T) {
 		t.Fatalf("iterations %v, want 1..5", s.Iteration)
 	}
 	for key, want := range map[string]float64{
-		SkillKey("phi", 2): last.Constraint[2], SkillKey("nearest", 0): float64(last.Nearest[0]),
-		KeyObjective: last.Objective, SkillKey("sigma", 1): last.Sigma[1],
+		skillset.SkillKey("phi", 2): last.Constraint[2], skillset.SkillKey("nearest", 0): float64(last.Nearest[0]),
+		KeyObjective: last.Objective, skillset.SkillKey("sigma", 1): last.Sigma[1],
 	} {
 		if got := s.Values[key][4]; got != want || math.IsNaN(got) {
 			t.Errorf("%s read back as %g, want %g", key, got, want)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dualforce/dualforce/trainer/dataset"
 	"github.com/dualforce/dualforce/trainer/dice"
+	"github.com/dualforce/dualforce/trainer/skillset"
 )
 
 // State is everything the loop itself changes: the iteration count, the
@@ -54,7 +55,7 @@ func (l *Loop) Restore(s State) error {
 			ErrState, s.Iteration, len(s.Mu), len(s.Weights), len(s.Latents), ns)
 	}
 	for i, mu := range s.Mu {
-		if !(mu >= -MuBound && mu <= MuBound) {
+		if !(mu >= -skillset.MuBound && mu <= skillset.MuBound) {
 			return fmt.Errorf("%w: mu_%d = %v", ErrState, i, mu)
 		}
 	}

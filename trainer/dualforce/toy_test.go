@@ -9,6 +9,7 @@ import (
 
 	"github.com/dualforce/dualforce/trainer/dataset"
 	"github.com/dualforce/dualforce/trainer/dice"
+	"github.com/dualforce/dualforce/trainer/skillset"
 	"github.com/dualforce/dualforce/trainer/wbc"
 )
 
@@ -299,7 +300,7 @@ func TestToyEachSkillTakesADifferentMode(t *testing.T) {
 				}
 			}
 		}
-		if md := MeanMinDistance(res.last.Distance); md > 0.05 {
+		if md := skillset.MeanMinDistance(res.last.Distance); md > 0.05 {
 			t.Errorf("skills %.3f apart on average, want < 0.05 (collapsed)", md)
 		}
 	})

@@ -19,6 +19,7 @@ import (
 	"github.com/dualforce/dualforce/trainer/metrics"
 	"github.com/dualforce/dualforce/trainer/prep"
 	"github.com/dualforce/dualforce/trainer/run"
+	"github.com/dualforce/dualforce/trainer/skillset"
 	"github.com/dualforce/dualforce/trainer/smodice"
 )
 
@@ -136,7 +137,7 @@ func TestTrainStoresEveryLatentAndResumesBitIdentically(t *testing.T) {
 	if last.Skill != 2 || last.Iteration != cfg.Run.Iterations || len(last.OfflinePsi) != d.FeatureDim {
 		t.Errorf("last latent %+v", last)
 	}
-	s, err := metrics.ReadSeries(filepath.Join(dir, run.MetricsFile), SkillKey("phi", 0), KeyObjective)
+	s, err := metrics.ReadSeries(filepath.Join(dir, run.MetricsFile), skillset.SkillKey("phi", 0), KeyObjective)
 	if err != nil || len(s.Iteration) != cfg.Run.Iterations {
 		t.Fatalf("metrics log: %v, %d lines", err, len(s.Iteration))
 	}

@@ -1,12 +1,12 @@
 package dualforce
 
 import (
-	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/dualforce/dualforce/trainer/internal/gradcheck"
+	"github.com/dualforce/dualforce/trainer/skillset"
 )
 
 // randomPsi draws n successor features of dim entries, spread by scale.
@@ -24,7 +24,7 @@ func randomPsi(rng *rand.Rand, n, dim int, scale float64) [][]float64 {
 // skillTerm is skill i's VdW term 0.5 l_i^2 - 0.2 l_i^5/l0^3 with its
 // nearest neighbour found afresh (small steps keep the same neighbour).
 func skillTerm(psi [][]float64, i int, l0 float64) float64 {
-	nb, err := Nearest(psi)
+	nb, err := skillset.Nearest(psi)
 	if err != nil {
 		panic(err)
 	}
@@ -33,13 +33,13 @@ func skillTerm(psi [][]float64, i int, l0 float64) float64 {
 
 // forceFunc is Force's signature, so the test can hand the check a broken
 // derivative.
-type forceFunc func(psi [][]float64, nb Neighbours, l0 float64) [][]float64
+type forceFunc func(psi [][]float64, nb skillset.Neighbours, l0 float64) [][]float64
 
 // worstForceError is the largest relative error of force against central
 // differences of each skill's VdW term over that skill's psi.
 func worstForceError(t *testing.T, force forceFunc, psi [][]float64, l0 float64) float64 {
 	t.Helper()
-	nb, err := Nearest(psi)
+	nb, err := skillset.Nearest(psi)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ var brokenForces = []struct {
 	name  string
 	force forceFunc
 }{
-	{"square instead of cube", func(psi [][]float64, nb Neighbours, l0 float64) [][]float64 {
+	{"square instead of cube", func(psi [][]float64, nb skillset.Neighbours, l0 float64) [][]float64 {
 		g := Force(psi, nb, l0)
 		for i := range g {
 			l := nb.Distance[i]
@@ -67,7 +67,7 @@ var brokenForces = []struct {
 		}
 		return g
 	}},
-	{"sign flipped", func(psi [][]float64, nb Neighbours, l0 float64) [][]float64 {
+	{"sign flipped", func(psi [][]float64, nb skillset.Neighbours, l0 float64) [][]float64 {
 		g := Force(psi, nb, l0)
 		for i := range g {
 			for k := range g[i] {
@@ -76,7 +76,7 @@ var brokenForces = []struct {
 		}
 		return g
 	}},
-	{"no distance factor", func(psi [][]float64, nb Neighbours, l0 float64) [][]float64 {
+	{"no distance factor", func(psi [][]float64, nb skillset.Neighbours, l0 float64) [][]float64 {
 		g := make([][]float64, len(psi))
 		for i := range psi {
 			g[i] = make([]float64, len(psi[i]))
@@ -109,7 +109,7 @@ func TestForceIsTheGradientOfTheVdWObjective(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(ti), 15))
 			psi := randomPsi(rng, tc.n, tc.dim, tc.scale)
-			nb, _ := Nearest(psi)
+			nb, _ := skillset.Nearest(psi)
 			t.Logf("l/l0 = %.2f", scaled(nb.Distance, tc.l0))
 			got := worstForceError(t, Force, psi, tc.l0)
 			t.Logf("Force: max relative error %.2e over %d skills x %d features", got, tc.n, tc.dim)
@@ -156,7 +156,7 @@ func TestRewardIsTheGradientOverWeights(t *testing.T) {
 		return psi
 	}
 	psi := successor()
-	nb, err := Nearest(psi)
+	nb, err := skillset.Nearest(psi)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,29 +175,6 @@ func TestRewardIsTheGradientOverWeights(t *testing.T) {
 	}
 }
 
-func TestNearest(t *testing.T) {
-	psi := [][]float64{{0, 0}, {3, 4}, {0, 1}, {0, 6}}
-	nb, err := Nearest(psi)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantJ, wantL := []int{2, 3, 0, 1}, []float64{1, math.Sqrt(13), 1, math.Sqrt(13)}
-	for i := range psi {
-		if nb.Nearest[i] != wantJ[i] || math.Abs(nb.Distance[i]-wantL[i]) > 1e-12 {
-			t.Errorf("skill %d: nearest %d at %g, want %d at %g", i, nb.Nearest[i], nb.Distance[i], wantJ[i], wantL[i])
-		}
-	}
-	// A tie goes to the lowest index.
-	if nb, _ := Nearest([][]float64{{0}, {1}, {-1}}); nb.Nearest[0] != 1 {
-		t.Errorf("tie: nearest of skill 0 is %d, want 1", nb.Nearest[0])
-	}
-	for _, bad := range [][][]float64{nil, {{1, 2}}, {{1, 2}, {1}}} {
-		if _, err := Nearest(bad); !errors.Is(err, ErrSkills) {
-			t.Errorf("Nearest(%v): err %v, want ErrSkills", bad, err)
-		}
-	}
-}
-
 func TestObjectiveAndMeanMinDistance(t *testing.T) {
 	tests := []struct {
 		dist            []float64
@@ -212,8 +189,8 @@ func TestObjectiveAndMeanMinDistance(t *testing.T) {
 		if got := Objective(tc.dist, tc.l0); math.Abs(got-tc.obj) > 1e-12 {
 			t.Errorf("Objective(%v, %g) = %g, want %g", tc.dist, tc.l0, got, tc.obj)
 		}
-		if got := MeanMinDistance(tc.dist); math.Abs(got-tc.meanMn) > 1e-12 {
-			t.Errorf("MeanMinDistance(%v) = %g, want %g", tc.dist, got, tc.meanMn)
+		if got := skillset.MeanMinDistance(tc.dist); math.Abs(got-tc.meanMn) > 1e-12 {
+			t.Errorf("skillset.MeanMinDistance(%v) = %g, want %g", tc.dist, got, tc.meanMn)
 		}
 	}
 	// Each term peaks at l0: the force vanishes there and changes sign.
@@ -238,56 +215,6 @@ func TestMix(t *testing.T) {
 				t.Errorf("sigma %g: R = %v, want %v", tc.sigma, dst, tc.want)
 				break
 			}
-		}
-	}
-}
-
-func TestMultiplierStep(t *testing.T) {
-	tests := []struct {
-		name           string
-		mu, phi        float64
-		lr             float64
-		want           float64
-		wantUp, wantDn bool
-	}{
-		{name: "violated constraint raises mu", mu: 0, phi: 6, lr: 0.1, want: 0.1 * 0.25 * 2},
-		{name: "slack lowers mu", mu: 0, phi: 1, lr: 0.1, want: -0.1 * 0.25 * 3},
-		{name: "met exactly stays", mu: 1, phi: 4, lr: 0.1, want: 1},
-		{name: "clamped above", mu: 2.99, phi: 1000, lr: 100, want: MuBound},
-		{name: "clamped below", mu: -2.99, phi: -1000, lr: 100, want: -MuBound},
-	}
-	const eps = 4.0
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			mu := []float64{tc.mu}
-			MultiplierStep(mu, []float64{tc.phi}, eps, tc.lr)
-			if math.Abs(mu[0]-tc.want) > 1e-12 {
-				t.Errorf("mu = %g, want %g", mu[0], tc.want)
-			}
-		})
-	}
-	// The step is the derivative of the loss: a finite-difference check.
-	mu, phi := []float64{-1.3, 0.2, 2.1}, []float64{5, 3.5, 4}
-	grad := make([]float64, len(mu))
-	for i := range mu {
-		s := Sigmoid(mu[i])
-		grad[i] = s * (1 - s) * (eps - phi[i])
-	}
-	loss := func() float64 {
-		l := 0.0
-		for i := range mu {
-			l += Sigmoid(mu[i]) * (eps - phi[i])
-		}
-		return l
-	}
-	if e := gradcheck.Compare(mu, grad, loss).Worst; e > 1e-6 {
-		t.Errorf("multiplier gradient off by relative %.2e", e)
-	}
-	stepped := append([]float64(nil), mu...)
-	MultiplierStep(stepped, phi, eps, 0.5)
-	for i := range mu {
-		if want := mu[i] - 0.5*grad[i]; math.Abs(stepped[i]-want) > 1e-12 {
-			t.Errorf("mu_%d stepped to %g, want %g", i, stepped[i], want)
 		}
 	}
 }
