@@ -9,24 +9,13 @@ import (
 	"github.com/dualforce/dualforce/trainer/checkpoint"
 	"github.com/dualforce/dualforce/trainer/datafile/datafiletest"
 	"github.com/dualforce/dualforce/trainer/prep"
+	"github.com/dualforce/dualforce/trainer/prep/preptest"
 	"github.com/dualforce/dualforce/trainer/run"
 )
 
 func prepared(t *testing.T, seed uint64, withExpert bool) *prep.Data {
 	t.Helper()
-	off, exp := datafiletest.Datasets(t, datafiletest.Small, seed)
-	if !withExpert {
-		exp = nil
-	}
-	in, err := prep.FromFiles("locomotion", off, exp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := prep.Prepare(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
+	return preptest.Synthetic(t, datafiletest.Small, seed, withExpert)
 }
 
 // writeRun writes a run directory whose checkpoint holds reward for d.

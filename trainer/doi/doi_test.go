@@ -16,6 +16,7 @@ import (
 	"github.com/dualforce/dualforce/trainer/internal/gradcheck"
 	"github.com/dualforce/dualforce/trainer/metrics"
 	"github.com/dualforce/dualforce/trainer/prep"
+	"github.com/dualforce/dualforce/trainer/prep/preptest"
 	"github.com/dualforce/dualforce/trainer/run"
 	"github.com/dualforce/dualforce/trainer/skillset"
 	"github.com/dualforce/dualforce/trainer/smodice"
@@ -55,16 +56,7 @@ func testConfig() Config {
 
 func prepared(t testing.TB) *prep.Data {
 	t.Helper()
-	off, exp := datafiletest.Datasets(t, datafiletest.Small, 1)
-	in, err := prep.FromFiles("locomotion", off, exp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := prep.Prepare(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
+	return preptest.Synthetic(t, datafiletest.Small, 1, true)
 }
 
 // A small DOI run end to end: metrics per skill in the log, the multipliers inside their

@@ -18,6 +18,7 @@ import (
 	"github.com/dualforce/dualforce/trainer/dataset"
 	"github.com/dualforce/dualforce/trainer/metrics"
 	"github.com/dualforce/dualforce/trainer/prep"
+	"github.com/dualforce/dualforce/trainer/prep/preptest"
 	"github.com/dualforce/dualforce/trainer/run"
 	"github.com/dualforce/dualforce/trainer/skillset"
 	"github.com/dualforce/dualforce/trainer/smodice"
@@ -55,16 +56,7 @@ func trainTestData(t *testing.T) (*prep.Data, *smodice.Checkpoint) {
 
 func preparedSynthetic(t *testing.T, seed uint64) *prep.Data {
 	t.Helper()
-	off, exp := datafiletest.Datasets(t, datafiletest.Small, seed)
-	in, err := prep.FromFiles("locomotion", off, exp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := prep.Prepare(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
+	return preptest.Synthetic(t, datafiletest.Small, seed, true)
 }
 
 func testTrainConfig(t *testing.T) TrainConfig {

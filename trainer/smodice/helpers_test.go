@@ -6,6 +6,7 @@ import (
 
 	"github.com/dualforce/dualforce/trainer/datafile/datafiletest"
 	"github.com/dualforce/dualforce/trainer/prep"
+	"github.com/dualforce/dualforce/trainer/prep/preptest"
 	"github.com/dualforce/dualforce/trainer/run"
 )
 
@@ -29,16 +30,7 @@ func prepared(t testing.TB, seed uint64) *prep.Data {
 
 func preparedSized(t testing.TB, sz datafiletest.Sizes, seed uint64) *prep.Data {
 	t.Helper()
-	off, exp := datafiletest.Datasets(t, sz, seed)
-	in, err := prep.FromFiles("locomotion", off, exp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := prep.Prepare(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
+	return preptest.Synthetic(t, sz, seed, true)
 }
 
 func train(t testing.TB, d *prep.Data, cfg Config, dir string, resume bool) *Checkpoint {
