@@ -41,9 +41,6 @@ func TestRuntimeRealtimeOverEthernet(t *testing.T) {
 	a, b := linktest.VethPair(t)
 	boardConn, hostConn := a.OpenEthernet(t), b.OpenEthernet(t)
 
-	// The simulator's tick loop is a second real-time loop in this process: a spare P for it too
-	// (the runtime takes one for its own, see app.Start).
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 1))
 	robot, err := robotboard.New(robotboard.Config{Substeps: 10})
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"time"
 
@@ -142,14 +141,6 @@ func Start(ctx context.Context, cfg config.Config, opts Options) (_ *Runtime, er
 			log.Warn("running without real-time priority", "err", err)
 		} else {
 			rt.closers = append(rt.closers, restore)
-			// A spare P for the control loop. Its goroutine comes back from every receive
-			// needing a P, and the Go scheduler, which knows nothing of SCHED_FIFO, makes it
-			// wait for whichever goroutine holds one to block or be preempted (sysmon preempts
-			// after 10 ms). With one P more than CPUs it finds an idle P at once, and the
-			// kernel's priorities decide which thread runs.
-			prev := runtime.GOMAXPROCS(0)
-			runtime.GOMAXPROCS(prev + 1)
-			rt.closers = append(rt.closers, func() error { runtime.GOMAXPROCS(prev); return nil })
 		}
 	}
 	rt.drv = &driver.RealTime{Core: rt.core, Link: rt.session, Slider: rt.box, Observe: rt.observe, Priority: opts.RealtimePriority, CPUs: opts.ControlCPUs}
