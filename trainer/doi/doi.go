@@ -423,11 +423,7 @@ var ErrNoResume = errors.New("doi: a DOI run cannot resume; start it afresh in a
 // Checkpoint records the run's outcome so far (every skill's policy, the multipliers and the
 // imitation reward); it is not enough to resume (ErrNoResume).
 func (l *Loop) Checkpoint() (*checkpoint.File, error) {
-	cfg, err := json.Marshal(l.cfg)
-	if err != nil {
-		return nil, fmt.Errorf("doi: %w", err)
-	}
-	saved, err := json.Marshal(run.SavedConfig{Settings: l.cfg.Run, Config: cfg})
+	saved, err := run.SaveConfig(l.cfg.Run, l.cfg)
 	if err != nil {
 		return nil, fmt.Errorf("doi: %w", err)
 	}

@@ -204,11 +204,7 @@ func adamArrays(f32 map[string][]float32, prefix string, s *nn.AdamState[float32
 func skillArray(i int, name string) string { return fmt.Sprintf("skill%d.%s", i, name) }
 
 func (t *trainer) Checkpoint() (*checkpoint.File, error) {
-	cfg, err := json.Marshal(t.cfg)
-	if err != nil {
-		return nil, fmt.Errorf("dualforce: %w", err)
-	}
-	saved, err := json.Marshal(run.SavedConfig{Settings: t.cfg.Run, Config: cfg})
+	saved, err := run.SaveConfig(t.cfg.Run, t.cfg)
 	if err != nil {
 		return nil, fmt.Errorf("dualforce: %w", err)
 	}

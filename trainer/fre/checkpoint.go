@@ -31,11 +31,7 @@ const (
 // file is the trainer's state after its last step as a checkpoint of the
 // run over src.
 func (t *Trainer) file() (*checkpoint.File, error) {
-	cfg, err := json.Marshal(t.cfg)
-	if err != nil {
-		return nil, fmt.Errorf("fre: %w", err)
-	}
-	saved, err := json.Marshal(run.SavedConfig{Settings: t.cfg.Run, Config: cfg})
+	saved, err := run.SaveConfig(t.cfg.Run, t.cfg)
 	if err != nil {
 		return nil, fmt.Errorf("fre: %w", err)
 	}

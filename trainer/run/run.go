@@ -141,6 +141,20 @@ type SavedConfig struct {
 	Config   json.RawMessage `json:"config"`
 }
 
+// SaveConfig encodes an algorithm's configuration with its run settings as a
+// checkpoint's Config (a SavedConfig), the form Open compares on resume.
+func SaveConfig(settings Settings, config any) (json.RawMessage, error) {
+	cfg, err := json.Marshal(config)
+	if err != nil {
+		return nil, fmt.Errorf("run: config: %w", err)
+	}
+	saved, err := json.Marshal(SavedConfig{Settings: settings, Config: cfg})
+	if err != nil {
+		return nil, fmt.Errorf("run: config: %w", err)
+	}
+	return saved, nil
+}
+
 // Loop is one training algorithm's iteration, as the harness drives it.
 // R is its metrics record, one JSON line per iteration.
 type Loop[R any] interface {

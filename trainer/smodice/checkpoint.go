@@ -82,11 +82,7 @@ func (ck *Checkpoint) arrays() map[string]*[]float32 {
 }
 
 func (ck *Checkpoint) file() (*checkpoint.File, error) {
-	cfg, err := json.Marshal(ck.Config)
-	if err != nil {
-		return nil, fmt.Errorf("smodice: %w", err)
-	}
-	saved, err := json.Marshal(run.SavedConfig{Settings: ck.Config.Run, Config: cfg})
+	saved, err := run.SaveConfig(ck.Config.Run, ck.Config)
 	if err != nil {
 		return nil, fmt.Errorf("smodice: %w", err)
 	}
