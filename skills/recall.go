@@ -43,6 +43,35 @@ func (b *Bank) ByName(name string) (Skill, error) {
 	return Skill{}, fmt.Errorf("%w: name %q", ErrNoSkill, name)
 }
 
+// Best recalls the latent a runtime starts with when the operator names none:
+// of the latents an evaluation measured (online return recorded) and did not
+// filter out, the one with the highest online return (the first on ties);
+// in a bank nobody evaluated, the last latent of slot 0 (the latest skill
+// that slot was trained under; a one-latent bank's only latent).
+func (b *Bank) Best() (Skill, error) {
+	best := -1
+	for i := range b.Latents {
+		info := &b.Latents[i].Info
+		if info.OnlineReturn == nil || (info.PassedFilter != nil && !*info.PassedFilter) {
+			continue
+		}
+		if best < 0 || *info.OnlineReturn > *b.Latents[best].Info.OnlineReturn {
+			best = i
+		}
+	}
+	if best < 0 {
+		for i := range b.Latents {
+			if b.Latents[i].Info.Skill == 0 {
+				best = i
+			}
+		}
+	}
+	if best < 0 {
+		return Skill{}, fmt.Errorf("%w: the bank has no latent of slot 0", ErrNoSkill)
+	}
+	return b.skill(best), nil
+}
+
 // ByTags returns every latent carrying all the given tags, in bank order.
 func (b *Bank) ByTags(tags ...string) []Skill {
 	var out []Skill

@@ -112,3 +112,31 @@ func TestProjectorFeature(t *testing.T) {
 		t.Fatal("joint_pos is not among navigation's features")
 	}
 }
+
+func TestBest(t *testing.T) {
+	ret := func(v float64) *float64 { return &v }
+	pass := func(v bool) *bool { return &v }
+	b := sampleBank(t, Locomotion48(), 2, 3, 4, 8)
+	for i := range b.Latents {
+		b.Latents[i].Info.OnlineReturn, b.Latents[i].Info.PassedFilter = nil, nil
+	}
+	// Unevaluated: slot 0's last latent.
+	if s, err := b.Best(); err != nil || s.Index != 2 {
+		t.Errorf("unevaluated bank: Best = latent %d, %v; want 2", s.Index, err)
+	}
+	// Evaluated: the highest return among the latents not filtered out.
+	b.Latents[1].Info.OnlineReturn, b.Latents[1].Info.PassedFilter = ret(50), pass(true)
+	b.Latents[3].Info.OnlineReturn, b.Latents[3].Info.PassedFilter = ret(90), pass(false)
+	b.Latents[4].Info.OnlineReturn = ret(70) // measured without a filter
+	b.Latents[5].Info.OnlineReturn, b.Latents[5].Info.PassedFilter = ret(70), pass(true)
+	if s, err := b.Best(); err != nil || s.Index != 4 {
+		t.Errorf("evaluated bank: Best = latent %d, %v; want 4 (70, first of the tie; 90 was filtered out)", s.Index, err)
+	}
+	for i := range b.Latents {
+		b.Latents[i].Info.OnlineReturn = nil
+		b.Latents[i].Info.Skill = 1
+	}
+	if _, err := b.Best(); !errors.Is(err, ErrNoSkill) {
+		t.Errorf("no slot-0 latent: %v", err)
+	}
+}

@@ -31,7 +31,8 @@ type Options struct {
 	// AutoRun starts the first skill as soon as the robot stands (demos, simulation); a robot
 	// otherwise holds its pose until an operator sends mode "run".
 	AutoRun bool
-	// Skill is the bank latent to start with.
+	// Skill is the bank latent to start with; negative: the bank's best measured one
+	// (skills.Bank.Best).
 	Skill int
 	// RealtimePriority, when 1..99, runs every thread of the process with SCHED_FIFO at that
 	// priority (see hw/clock); without the privilege the runtime warns and goes on.
@@ -261,6 +262,13 @@ func NewCore(cfg config.Config, opts Options, requestBank func(corebus.Command) 
 	}
 	cc := core.DefaultConfig(bank)
 	cc.Skill, cc.AutoRun = opts.Skill, opts.AutoRun
+	if cc.Skill < 0 {
+		best, err := bank.Best()
+		if err != nil {
+			return nil, err
+		}
+		cc.Skill = best.Index
+	}
 	switch cfg.Calibration.Mode {
 	case config.CalibrationIndex:
 		cc.Calibration = core.CalibrateIndex
