@@ -80,6 +80,8 @@ func runTrainDualForce(ctx context.Context, args []string, stdout, stderr io.Wri
 	eps := fs.Float64("eps", 0, "imitation-constraint bound eps (default: the task's)")
 	iters := fs.Int("iters", def.Run.Iterations, "outer iterations")
 	batch := fs.Int("batch", def.Value.Batch, "transitions per value and policy step")
+	valueSteps := fs.Int("value-steps", def.Loop.ValueSteps, "value steps per skill and outer iteration")
+	policySteps := fs.Int("policy-steps", def.Loop.PolicySteps, "policy steps per skill and outer iteration")
 	hidden := fs.Int("hidden", def.Value.Hidden[0], "width of the value and policy networks' two hidden layers")
 	subsets := fs.Int("subsets", 32, "subsets of offline states each latent averages over (m)")
 	pool := fs.Int("fre-pool", defaultFREPool, "the --pool the FRE run was trained with")
@@ -94,9 +96,9 @@ func runTrainDualForce(ctx context.Context, args []string, stdout, stderr io.Wri
 	switch {
 	case *offline == "" || *smodiceRun == "" || *freRun == "" || *out == "":
 		return usagef("--offline, --smodice, --fre and --out are required")
-	case *nSkills < 2 || *iters < 0 || *batch <= 0 || *hidden <= 0 || *subsets <= 0 || *pool <= 0 || *every <= 0:
-		return usagef("--skills %d, --iters %d, --batch %d, --hidden %d, --subsets %d, --fre-pool %d, --checkpoint-every %d: want at least 2 skills, non-negative iterations and positive sizes",
-			*nSkills, *iters, *batch, *hidden, *subsets, *pool, *every)
+	case *nSkills < 2 || *iters < 0 || *valueSteps < 0 || *policySteps < 0 || *batch <= 0 || *hidden <= 0 || *subsets <= 0 || *pool <= 0 || *every <= 0:
+		return usagef("--skills %d, --iters %d, --value-steps %d, --policy-steps %d, --batch %d, --hidden %d, --subsets %d, --fre-pool %d, --checkpoint-every %d: want at least 2 skills, non-negative counts and positive sizes",
+			*nSkills, *iters, *valueSteps, *policySteps, *batch, *hidden, *subsets, *pool, *every)
 	case !(*l0 >= 0) || !(*eps >= 0):
 		return usagef("--l0 %v, --eps %v: want positive values (0 for the task's)", *l0, *eps)
 	}
@@ -121,6 +123,7 @@ func runTrainDualForce(ctx context.Context, args []string, stdout, stderr io.Wri
 		return err
 	}
 	cfg.Seed, cfg.Skills, cfg.Run = *seed, *nSkills, trainrun.Settings{Iterations: *iters, CheckpointEvery: *every}
+	cfg.Loop.ValueSteps, cfg.Loop.PolicySteps = *valueSteps, *policySteps
 	if *l0 > 0 {
 		cfg.Loop.L0 = *l0
 	}

@@ -43,10 +43,10 @@ type TrainConfig struct {
 }
 
 // DefaultTrainConfig is n = 3 skills with the task's l0 and eps (the
-// paper's: prep.Tasks), V and pi 256-256 ReLU with Adam 3e-4 and batch 8192
-// (SMODICE's), one value and one policy step per outer iteration, 20000
-// iterations checkpointed every 500. The latent width is the FRE encoder's
-// and is set by Train.
+// paper's: prep.Tasks) and otherwise the SMODICE-expert's schedule: V and pi
+// 256-256 ReLU with Adam 3e-4 and batch 1024, five value and five policy
+// steps per outer iteration, 2000 iterations checkpointed every 100. The
+// latent width is the FRE encoder's and is set by Train.
 func DefaultTrainConfig(task string) (TrainConfig, error) {
 	td, err := prep.LookupTask(task)
 	if err != nil {
@@ -54,9 +54,11 @@ func DefaultTrainConfig(task string) (TrainConfig, error) {
 	}
 	loop := DefaultConfig()
 	loop.L0, loop.Eps = td.L0, td.Eps
+	value, policy := dice.DefaultValueConfig(), wbc.DefaultConfig()
+	value.Batch, value.InitBatch, policy.Batch = 1024, 1024, 1024
 	return TrainConfig{
-		Seed: 1, Skills: 3, Loop: loop, Value: dice.DefaultValueConfig(), Policy: wbc.DefaultConfig(),
-		Run: run.Settings{Iterations: 20000, CheckpointEvery: 500},
+		Seed: 1, Skills: 3, Loop: loop, Value: value, Policy: policy,
+		Run: run.Settings{Iterations: 2000, CheckpointEvery: 100},
 	}, nil
 }
 
