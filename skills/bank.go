@@ -53,6 +53,10 @@ type LatentInfo struct {
 	OnlinePsi    []float32 `json:"online_psi,omitempty"`    // successor features measured in rollouts
 	PassedFilter *bool     `json:"passed_filter,omitempty"` // >= 50% of the SMODICE-expert's return
 	Tags         []string  `json:"tags,omitempty"`          // free form: "left", "high", ...
+	// GoalRate is the fraction of evaluation rollouts that reached the goal, by the name of the
+	// evaluation world they ran in (a world absent: not measured there). Format v2 only: the
+	// rates live in one array per world (bankio.go), not in a v1 manifest's items.
+	GoalRate map[string]float32 `json:"-"`
 }
 
 // FRE is what a bank carries to encode a NEW reward on the robot, zero-shot:
@@ -109,7 +113,26 @@ const (
 	maxLatents   = 1 << 20 // the byte limits (Limits) bind first at any realistic latent size
 	maxTagLen    = 256
 	maxArrayRank = 2
+	maxWorlds    = 64 // evaluation worlds with goal rates in one bank
 )
+
+// World names (the keys of LatentInfo.GoalRate) are 1..maxWorldName bytes of
+// [A-Za-z0-9_-], so that each names its array in the bank file unambiguously.
+var worldNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+const maxWorldName = 64
+
+// ErrWorldName reports a world name a bank cannot store goal rates under.
+var ErrWorldName = errors.New("skills: bad evaluation world name")
+
+// CheckWorldName returns nil if a bank can store goal rates measured in the
+// world of this name, and an error wrapping ErrWorldName otherwise.
+func CheckWorldName(name string) error {
+	if len(name) > maxWorldName || !worldNameRE.MatchString(name) {
+		return fmt.Errorf("%w: %q: want 1..%d bytes of letters, digits, '_' and '-'", ErrWorldName, name, maxWorldName)
+	}
+	return nil
+}
 
 // Array names are one or more '/'-separated segments of [A-Za-z0-9_.-], none
 // starting with '.', at most maxArrayName bytes: safe as zip member names.
@@ -152,6 +175,9 @@ func (b *Bank) Validate() error {
 	}
 	featDim := b.Contract.Features.Dim(b.Contract.Layout)
 	names := make(map[string]int)
+	if w := b.goalRateWorlds(); len(w) > maxWorlds {
+		return fmt.Errorf("goal rates in %d evaluation worlds, at most %d", len(w), maxWorlds)
+	}
 	for i := range b.Latents {
 		if err := b.Latents[i].validate(len(b.Slots), b.LatentDim, featDim); err != nil {
 			return fmt.Errorf("latent %d: %w", i, err)
@@ -200,7 +226,26 @@ func (l *Latent) validate(slots, latentDim, featDim int) error {
 			return fmt.Errorf("tag %q: want 1..%d bytes without surrounding space", t, maxTagLen)
 		}
 	}
+	for _, w := range sortedKeys(in.GoalRate) {
+		if err := CheckWorldName(w); err != nil {
+			return fmt.Errorf("goal rate: %w", err)
+		}
+		if r := in.GoalRate[w]; !(r >= 0 && r <= 1) {
+			return fmt.Errorf("goal rate %v in %s outside [0,1]", r, w)
+		}
+	}
 	return nil
+}
+
+// goalRateWorlds lists, sorted, every world some latent has a goal rate in.
+func (b *Bank) goalRateWorlds() []string {
+	seen := make(map[string]bool)
+	for i := range b.Latents {
+		for w := range b.Latents[i].Info.GoalRate {
+			seen[w] = true
+		}
+	}
+	return sortedKeys(seen)
 }
 
 // validate checks the encoder, that it reads states of layout l and writes

@@ -48,12 +48,14 @@ func sampleBank(t testing.TB, l Layout, slots, latentsPerSlot, latentDim int, hi
 				info.OnlineReturn, info.PassedFilter, info.OnlinePsi = &ret, &pass, randomVec(rng, featDim)
 				info.Tags = []string{"left", fmt.Sprintf("iter%d", k)}
 				info.Name = fmt.Sprintf("skill %d at iteration %d", i, k)
+				info.GoalRate = map[string]float32{"obstacle": float32(k) / 30, "obstacle_fence_left": 1}
 			}
 			b.Latents = append(b.Latents, Latent{Info: info, Z: randomVec(rng, latentDim)})
 		}
 	}
 	b.Latents[0].Info.Name = "scripted-trot fit"
 	b.Latents[0].Info.Tags = []string{"high", "left"}
+	b.Latents[0].Info.GoalRate = map[string]float32{"obstacle_fenced": 0}
 	b.FRE = sampleFRE(rng, l.Dim(), latentDim)
 	if err := b.Validate(); err != nil {
 		t.Fatal(err)
@@ -295,6 +297,16 @@ func TestReadBankRefusesCorruptBanks(t *testing.T) {
 	if b.Latents[0].Info.OnlinePsi != nil || b.Latents[1].Info.OnlinePsi == nil {
 		t.Fatal("the sample bank's latent 0 must lack online psi and latent 1 have it")
 	}
+	// Goal rates in obstacle_fence_left: latents 1 and 3 measured, 0 and 2 not.
+	const fenceLeft = latentsGoalRate + "obstacle_fence_left"
+	nan32 := float32(math.NaN())
+	rates := []float32{nan32, 1, nan32, 1}
+	if _, ok := b.Latents[0].Info.GoalRate["obstacle_fence_left"]; ok || b.Latents[1].Info.GoalRate["obstacle_fence_left"] != 1 || k != len(rates) {
+		t.Fatal("the sample bank's latent 0 must lack a goal rate in obstacle_fence_left and latent 1 have 1")
+	}
+	goalRateWorlds := func(worlds ...any) corruption {
+		return editManifest(func(m map[string]any) { obj(m, "latents").(map[string]any)["goal_rate_worlds"] = worlds })
+	}
 	withHeader := func(header string) []byte {
 		h := fmt.Sprintf("{'descr': %s, }", header)
 		h += strings.Repeat(" ", 15-(10+len(h))%16) + "\n"
@@ -346,6 +358,20 @@ func TestReadBankRefusesCorruptBanks(t *testing.T) {
 		{"NaN sigmoid(mu)", nil, replaceArray(latentsSigmoidMu, npyBytes(t, []int{k}, withAt(mus, 2, math.NaN()))), ErrNonFiniteWeights},
 		{"Inf online return", nil, replaceArray(latentsOnlineReturn, npyBytes(t, []int{k}, withAt(returns, 0, math.Inf(-1)))), ErrNonFiniteWeights},
 		{"online psi half evaluated", nil, replaceArray(latentsOnlinePsi, npyBytes(t, []int{k, featDim}, withAt(onlinePsi, 1, 0.5))), ErrBadManifest},
+		{"goal rate above 1", nil, replaceArray(fenceLeft, npyBytes(t, []int{k}, withAt(rates, 1, 1.5))), ErrBadManifest},
+		{"negative goal rate", nil, replaceArray(fenceLeft, npyBytes(t, []int{k}, withAt(rates, 3, -0.1))), ErrBadManifest},
+		{"Inf goal rate", nil, replaceArray(fenceLeft, npyBytes(t, []int{k}, withAt(rates, 0, float32(math.Inf(1))))), ErrNonFiniteWeights},
+		{"goal rates measuring no latent", nil, replaceArray(fenceLeft, npyBytes(t, []int{k}, []float32{nan32, nan32, nan32, nan32})), ErrBadManifest},
+		{"goal rates of fewer latents", nil, retype(fenceLeft, []int{k - 1}, rates[:k-1]), ErrShapeMismatch},
+		{"goal rates as float64", nil, retype(fenceLeft, []int{k}, []float64{0, 1, 0, 1}), ErrBadManifest},
+		{"goal rate world not listed", nil, goalRateWorlds("obstacle", "obstacle_fenced"), ErrBadManifest},
+		{"goal rate world without its array", nil, goalRateWorlds("obstacle", "obstacle_fence_left", "obstacle_fence_right", "obstacle_fenced"), ErrBadManifest},
+		{"goal rate worlds unsorted", nil, goalRateWorlds("obstacle_fence_left", "obstacle", "obstacle_fenced"), ErrBadManifest},
+		{"goal rate world twice", nil, goalRateWorlds("obstacle", "obstacle_fence_left", "obstacle_fence_left", "obstacle_fenced"), ErrBadManifest},
+		{"goal rate world escaping its name", nil, goalRateWorlds("obstacle", "obstacle_fence_left", "obstacle_fenced/../x"), ErrBadManifest},
+		{"goal rate worlds not a list", nil, editManifest(func(m map[string]any) {
+			obj(m, "latents").(map[string]any)["goal_rate_worlds"] = "obstacle"
+		}), ErrBadManifest},
 		{"passed filter 2", nil, replaceArray(latentsPassed, npyBytes(t, []int{k}, withAt(passed, 3, int32(2)))), ErrBadManifest},
 		{"skills stored as float32", nil, replaceArray(latentsSkill, npyBytes(t, []int{k}, make([]float32, k))), ErrBadArray},
 		{"skills listed as float32", nil, retype(latentsSkill, []int{k}, make([]float32, k)), ErrBadManifest},
@@ -634,6 +660,15 @@ func TestEncodeBankRefusesInvalidBanks(t *testing.T) {
 		"no anchor subsets":   func(b *Bank) { b.FRE.Subsets = 0 },
 		"layout not feedable": func(b *Bank) { b.Contract.Layout.Fields[0].Unit = "mph" },
 		"contract":            func(b *Bank) { b.Contract.PolicyHz = 7 },
+		"NaN goal rate":       func(b *Bank) { b.Latents[1].Info.GoalRate["obstacle"] = float32(math.NaN()) },
+		"goal rate above 1":   func(b *Bank) { b.Latents[1].Info.GoalRate["obstacle"] = 1.01 },
+		"goal rate world":     func(b *Bank) { b.Latents[1].Info.GoalRate["fence left"] = 0.5 },
+		"unnamed world":       func(b *Bank) { b.Latents[1].Info.GoalRate[""] = 0.5 },
+		"too many worlds": func(b *Bank) {
+			for w := range maxWorlds {
+				b.Latents[1].Info.GoalRate[fmt.Sprint("w", w)] = 0.5
+			}
+		},
 	}
 	for name, f := range tests {
 		b := sampleBank(t, Locomotion48(), 2, 2, 4, 8)

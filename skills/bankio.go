@@ -37,6 +37,8 @@ import (
 //	latents.online_return <f8 (K,)          NaN: not evaluated
 //	latents.online_psi (K, F)               a row of NaN: not evaluated
 //	latents.passed_filter <i4 (K,)          -1 not filtered, 0 failed, 1 passed
+//	latents.goal_rate.<world> (K,)          goal-reach rate in evaluation world <world>, in [0,1];
+//	                                        NaN: not measured there (one array per world)
 //	fre/... (optional)                      the FRE encoder, named as in fre.go
 //	fre/anchors (n, observation dim)        with the encoder: its anchor states
 //
@@ -50,12 +52,15 @@ import (
 // ("mean,log_std", see Policy), action_dim (12), latent_dim, contract (the
 // Contract), slots[i].layers[j] = {in, out, act, w, b} (array names),
 // latents = {count, labels: [{latent, name, tags}]} (only the latents that
-// have a name or tags, by increasing index), fre (optional: {heads, subsets,
+// have a name or tags, by increasing index), goal_rate_worlds (optional: the
+// worlds with a latents.goal_rate.<world> array, sorted, each measuring at
+// least one latent; names as CheckWorldName), fre (optional: {heads, subsets,
 // arrays: the encoder's array names}), arrays = [{name, dtype, shape,
 // sha256}] sorted by name.
 //
 // Format v1, still read: every array is <f4; latents = {array: "latents",
-// items: [LatentInfo...]} holds every per-latent number in the manifest (so
+// items: [LatentInfo...]} holds every per-latent number but goal rates (v1 has
+// none) in the manifest (so
 // about 60,000 latents overflow the reader's manifest limit); fre = {config,
 // arrays named "fre.<name>"} only reserved the place of an encoder that no
 // program wrote, and is dropped on read.
@@ -77,6 +82,7 @@ const (
 	latentsOnlineReturn = "latents.online_return"
 	latentsOnlinePsi    = "latents.online_psi"
 	latentsPassed       = "latents.passed_filter"
+	latentsGoalRate     = "latents.goal_rate." // + world name
 )
 
 // manifestCommon is what every format version's manifest holds.
@@ -111,8 +117,9 @@ type manifestLayer struct {
 }
 
 type manifestLatents struct {
-	Count  int           `json:"count"`
-	Labels []latentLabel `json:"labels"`
+	Count          int           `json:"count"`
+	Labels         []latentLabel `json:"labels"`
+	GoalRateWorlds []string      `json:"goal_rate_worlds,omitempty"`
 }
 
 // latentLabel carries the name and tags of one latent.
@@ -232,6 +239,18 @@ func (b *Bank) layout() (manifest, []namedArray) {
 		namedArray{latentsOnlinePsi, []int{k, f}, onlinePsi},
 		namedArray{latentsPassed, []int{k}, passed},
 	)
+	m.Latents.GoalRateWorlds = b.goalRateWorlds()
+	for _, w := range m.Latents.GoalRateWorlds {
+		rates := make([]float32, k)
+		for i := range b.Latents {
+			r, ok := b.Latents[i].Info.GoalRate[w]
+			if !ok {
+				r = nan32
+			}
+			rates[i] = r
+		}
+		arrays = append(arrays, namedArray{latentsGoalRate + w, []int{k}, rates})
+	}
 	if b.FRE != nil {
 		m.FRE = &manifestFRE{Heads: b.FRE.Net.Heads, Subsets: b.FRE.Subsets, Arrays: sortedKeys(b.FRE.Net.Arrays)}
 		for _, name := range m.FRE.Arrays {
@@ -696,6 +715,19 @@ func (m *manifest) refs() (map[string]arrayRef, error) {
 	r.add(latentsOnlineReturn, arrayRef{dtype: npz.DtypeFloat64, shape: []int{k}, nanMissing: true})
 	r.add(latentsOnlinePsi, arrayRef{dtype: npz.DtypeFloat32, shape: []int{k, f}, nanMissing: true})
 	r.add(latentsPassed, arrayRef{dtype: npz.DtypeInt32, shape: []int{k}})
+	worlds := m.Latents.GoalRateWorlds
+	if len(worlds) > maxWorlds {
+		return nil, fmt.Errorf("%w: goal rates in %d worlds, at most %d", ErrBadManifest, len(worlds), maxWorlds)
+	}
+	for i, w := range worlds {
+		if err := CheckWorldName(w); err != nil {
+			return nil, fmt.Errorf("%w: goal_rate_worlds: %w", ErrBadManifest, err)
+		}
+		if i > 0 && w <= worlds[i-1] {
+			return nil, fmt.Errorf("%w: goal_rate_worlds: %q after %q: want sorted names, each once", ErrBadManifest, w, worlds[i-1])
+		}
+		r.add(latentsGoalRate+w, arrayRef{dtype: npz.DtypeFloat32, shape: []int{k}, nanMissing: true})
+	}
 	if m.FRE != nil {
 		for _, name := range m.FRE.Arrays {
 			if !strings.HasPrefix(name, freArrayPrefix) || name == FREAnchors {
@@ -757,6 +789,11 @@ func (m *manifest) assemble(arrays map[string]decodedArray) (*Bank, error) {
 		prev = l.Latent
 		b.Latents[l.Latent].Info.Name, b.Latents[l.Latent].Info.Tags = l.Name, l.Tags
 	}
+	for _, w := range m.Latents.GoalRateWorlds {
+		if err := assembleGoalRates(b.Latents, w, arrays[latentsGoalRate+w].Data.([]float32)); err != nil {
+			return nil, err
+		}
+	}
 	if m.FRE != nil {
 		b.FRE = &FRE{Net: FRENet{Heads: m.FRE.Heads, Arrays: make(map[string]Array, len(m.FRE.Arrays))}, Subsets: m.FRE.Subsets}
 		for _, name := range m.FRE.Arrays {
@@ -767,6 +804,31 @@ func (m *manifest) assemble(arrays map[string]decodedArray) (*Bank, error) {
 		b.FRE.Anchors = Array{Shape: a.Shape, Data: a.Data.([]float32)}
 	}
 	return b, nil
+}
+
+// assembleGoalRates sets the latents' goal rates in world w from its array:
+// NaN (not measured) or a rate in [0,1], at least one measured.
+func assembleGoalRates(latents []Latent, w string, rates []float32) error {
+	name := latentsGoalRate + w
+	measured := false
+	for i, r := range rates {
+		if isNaN32(r) {
+			continue
+		}
+		if !(r >= 0 && r <= 1) {
+			return fmt.Errorf("%w: %s[%d] is %v, want a rate in [0,1] or NaN (not measured)", ErrBadManifest, name, i, r)
+		}
+		in := &latents[i].Info
+		if in.GoalRate == nil {
+			in.GoalRate = make(map[string]float32)
+		}
+		in.GoalRate[w] = r
+		measured = true
+	}
+	if !measured {
+		return fmt.Errorf("%w: %s measures no latent (all NaN): leave the world out of goal_rate_worlds", ErrBadManifest, name)
+	}
+	return nil
 }
 
 func isNaN32(v float32) bool { return v != v }

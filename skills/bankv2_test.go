@@ -290,6 +290,9 @@ func TestReadBankRefusesCorruptV1Banks(t *testing.T) {
 		{"no latents", editManifest(func(m map[string]any) {
 			obj(m, "latents").(map[string]any)["items"] = []any{}
 		}), ErrBadManifest},
+		{"goal rates, which v1 never had", editManifest(func(m map[string]any) {
+			obj(m, "latents", "items", 0).(map[string]any)["goal_rate"] = map[string]any{"obstacle": 0.5}
+		}), ErrBadManifest},
 		{"FRE array flipped", func(t *testing.T, ms []member) []member {
 			for i := range ms {
 				if ms[i].name == "fre.token.b.npy" {

@@ -48,6 +48,8 @@ func FuzzBankManifest(f *testing.F) {
 	f.Add(bytes.Replace(js, []byte(`"latent": 1`), []byte(`"latent": 9`), 1))
 	f.Add(bytes.Replace(js, []byte(`"heads": 2`), []byte(`"heads": 4`), 1))
 	f.Add(bytes.Replace(js, []byte(`"subsets": 2`), []byte(`"subsets": 8`), 1))
+	f.Add(bytes.Replace(js, []byte(`"obstacle_fenced"`), []byte(`"obstacle_fence_right"`), 1))
+	f.Add(bytes.Replace(js, []byte(`"obstacle_fenced"`), []byte(`"obstacle"`), 1))
 	f.Fuzz(func(t *testing.T, manifest []byte) {
 		edited := append([]member(nil), ms...)
 		edited[0] = member{ManifestMember, manifest, zip.Store}

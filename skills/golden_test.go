@@ -28,7 +28,8 @@ func TestManifestGolden(t *testing.T) {
 		}}}},
 		Latents: []Latent{{
 			Info: LatentInfo{Skill: 0, Iteration: 7, Name: "fence-left", SigmoidMu: 0.25, Phi: 1.5,
-				OfflinePsi: ramp(6, 0.5), OnlineReturn: &ret, OnlinePsi: ramp(6, 0.25), Tags: []string{"left"}},
+				OfflinePsi: ramp(6, 0.5), OnlineReturn: &ret, OnlinePsi: ramp(6, 0.25), Tags: []string{"left"},
+				GoalRate: map[string]float32{"obstacle": 0.9, "obstacle_fence_right": 0.8}},
 			Z: []float32{1, -1},
 		}},
 		FRE: sampleFRE(rand.New(rand.NewPCG(7, 7)), c.Layout.Dim(), latentDim),

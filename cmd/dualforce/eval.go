@@ -43,13 +43,19 @@ the same rollouts, and eval.json records its goal rate per world. --max-latents 
 even subsample of a large bank: equal shares per skill, spread over iterations.
 
 Every rollout is also described on ground truth: mean base height, forward, lateral and yaw
-velocity, time to the goal; a locomotion latent is tagged low, middle or high by its mean base
-height (measured_tags).
+velocity, time to the goal, the route past the box. A locomotion latent is tagged low, middle or
+high by its mean base height; a navigation latent evaluated in the task's own world (obstacle)
+is tagged left, right or over by the route that MORE THAN HALF of its rollouts that reached the
+goal took past the box, and gets no route tag when none reached it or no route has such a
+majority (a 2-2 or 2-1-1 split) (measured_tags).
 
 Writes <out>/eval.json (every rollout and summary, the base paths of the first --paths rollouts
 of each latent: the input of dualforce report) and <out>/eval.png (returns per latent and the
-heat map of pairwise SF distances). --write-bank writes a copy of the bank with
-online_return, online_psi and, with --expert, passed_filter filled in.
+heat map of pairwise SF distances). --write-bank writes a copy of the bank with online_return,
+online_psi, the measured tags (replacing those of an earlier evaluation), with --expert
+passed_filter, and for navigation each latent's goal rate in the world it ran in and, with
+--fences, in each fenced world (latents.goal_rate.<world>: what the runtime's skill switching
+ranks candidates by). A --world file must then be named with letters, digits, '_' and '-'.
 `
 
 func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -108,6 +114,11 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *writeBank != "" {
 		if err := checkOutputFiles(*writeBank); err != nil {
 			return err
+		}
+		if *task == collect.TaskNavigation && cfg.Scenario != nil {
+			if err := skills.CheckWorldName(cfg.Scenario.Name); err != nil {
+				return usagef("--world %s with --write-bank: the bank stores goal rates by world name: %v", *world, err)
+			}
 		}
 	}
 	if err := checkOutputDir(*out); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"image/png"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,12 +74,50 @@ func TestEval(t *testing.T) {
 	}
 }
 
+// eval --fences --write-bank on a navigation bank that stands still: every latent's goal rate in
+// the obstacle world and the three fenced ones lands in the bank (all 0), and no route tag (no
+// rollout got past the box).
+func TestEvalWritesGoalRatesIntoTheBank(t *testing.T) {
+	dir := t.TempDir()
+	nav := skillstest.Contract(t, skills.Navigation171())
+	nav.Kp, nav.Kd, nav.EpisodeSeconds = collect.Kp, collect.Kd, 12
+	bankPath, written := filepath.Join(dir, "nav.npz"), filepath.Join(dir, "evaluated.npz")
+	bank := skillstest.Constant(t, nav, [skills.NumJoints]float32{})
+	bank.Latents[0].Info.Tags = []string{eval.TagLeft}
+	if err := skills.WriteBank(bankPath, bank); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := dualforce("eval", "--bank", bankPath, "--task", "navigation", "--fences", "--rollouts", "1",
+		"--seconds", "0.2", "--out", filepath.Join(dir, "out"), "--write-bank", written, "--quiet")
+	if code != 0 {
+		t.Fatalf("eval exited %d: %s", code, stderr)
+	}
+	t.Log(stdout)
+	back, err := skills.ReadBank(written)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := back.Latents[0].Info
+	want := map[string]float32{"obstacle": 0, "obstacle_fence_left": 0, "obstacle_fence_right": 0, "obstacle_fenced": 0}
+	if !maps.Equal(info.GoalRate, want) || len(info.Tags) != 0 {
+		t.Fatalf("bank written back: goal rates %v, tags %q", info.GoalRate, info.Tags)
+	}
+}
+
 func TestEvalUsage(t *testing.T) {
 	dir := t.TempDir()
 	nav := skillstest.Contract(t, skills.Navigation171())
 	nav.EpisodeSeconds = 12
 	navPath := filepath.Join(dir, "nav.npz")
 	if err := skills.WriteBank(navPath, skillstest.Constant(t, nav, [skills.NumJoints]float32{})); err != nil {
+		t.Fatal(err)
+	}
+	obstacle, err := os.ReadFile("../../sim/worlds/obstacle.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spaced := filepath.Join(dir, "spaced.yaml")
+	if err := os.WriteFile(spaced, bytes.Replace(obstacle, []byte("name: obstacle"), []byte("name: my obstacle"), 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -92,6 +131,7 @@ func TestEvalUsage(t *testing.T) {
 		{[]string{"eval", "--bank", navPath, "--task", "locomotion", "--world", "atlantis"}, 2, "atlantis"},
 		{[]string{"eval", "--bank", navPath, "--task", "locomotion", "--quiet", "--out", dir}, 2, "cannot run the locomotion task"},
 		{[]string{"eval", "--bank", filepath.Join(dir, "missing.npz"), "--task", "navigation"}, 1, "missing.npz"},
+		{[]string{"eval", "--bank", navPath, "--task", "navigation", "--world", spaced, "--write-bank", filepath.Join(dir, "w.npz")}, 2, `"my obstacle"`},
 	} {
 		code, _, stderr := dualforce(tc.args...)
 		if code != tc.code || !strings.Contains(stderr, tc.want) {

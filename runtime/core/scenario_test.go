@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -63,6 +64,34 @@ func TestScenarios(t *testing.T) {
 	}
 }
 
+// The measures travel in the bank file: every scenario played with its measures written into
+// the bank's latents (dualforce eval --write-bank's way) and read back by LatentMeasures gives
+// its golden log, switches and their reported success rates included.
+func TestScenariosThroughTheBankFile(t *testing.T) {
+	scripts, err := filepath.Glob("testdata/scenarios/*.txt")
+	if err != nil || len(scripts) == 0 {
+		t.Fatalf("no scenario scripts: %v", err)
+	}
+	for _, script := range scripts {
+		name := strings.TrimSuffix(filepath.Base(script), ".txt")
+		t.Run(name, func(t *testing.T) {
+			src, err := os.ReadFile(script)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := os.ReadFile(strings.TrimSuffix(script, ".txt") + ".golden")
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := newScenario(t)
+			s.viaBankFile = true
+			if got := s.play(string(src)); !bytes.Equal(got, want) {
+				t.Errorf("%s through the bank file differs from the golden file:\n%s", name, lineDiff(string(want), string(got)))
+			}
+		})
+	}
+}
+
 // lineDiff lists the first lines that differ.
 func lineDiff(want, got string) string {
 	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
@@ -92,8 +121,13 @@ var scenarioActions = [][skills.NumJoints]float32{
 	{0.1, 0.4, -0.4, 0.1, 0.4, -0.4, 0.1, 0.4, -0.4, 0.1, 0.4, -0.4},     // 3: left, another way
 }
 
-// scenarioMeasures is what evaluation would have measured of the scenario bank.
-type scenarioMeasures struct{ failed map[int]bool }
+// scenarioMeasures is what evaluation would have measured of the scenario bank: scenarioRoutes,
+// scenarioSuccess (a script may override a rate) and scenarioPsi; failed latents failed the
+// filter.
+type scenarioMeasures struct {
+	failed  map[int]bool
+	success map[[2]any]float64 // by {world, latent}, over scenarioSuccess
+}
 
 var (
 	scenarioRoutes  = []corebus.Routes{corebus.RouteOver, corebus.RouteLeft, corebus.RouteRight, corebus.RouteLeft}
@@ -115,12 +149,46 @@ var (
 func (m scenarioMeasures) Passed(i int) bool        { return !m.failed[i] }
 func (scenarioMeasures) Route(i int) corebus.Routes { return scenarioRoutes[i] }
 func (scenarioMeasures) OnlinePsi(i int) []float32  { return scenarioPsi[i] }
-func (scenarioMeasures) Success(i int, w string) (float64, bool) {
+func (m scenarioMeasures) Success(i int, w string) (float64, bool) {
+	if rate, ok := m.success[[2]any{w, i}]; ok {
+		return rate, true
+	}
 	s, ok := scenarioSuccess[w]
 	if !ok {
 		return 0, false
 	}
 	return s[i], true
+}
+
+// measuredBank is b with what m says of every latent in its metadata, as dualforce eval
+// --write-bank writes it (filter verdict, route tag, goal rate per evaluation world, online
+// successor features), read back from the bank file.
+func measuredBank(t testing.TB, b *skills.Bank, m core.Measured) *skills.Bank {
+	t.Helper()
+	out := *b
+	out.Latents = slices.Clone(b.Latents)
+	for i := range out.Latents {
+		info := &out.Latents[i].Info
+		passed := m.Passed(i)
+		info.PassedFilter, info.Tags, info.OnlinePsi = &passed, m.Route(i).Names(), m.OnlinePsi(i)
+		for _, w := range []string{core.WorldObstacle, core.WorldFenceLeft, core.WorldFenceRight, core.WorldFenced} {
+			if rate, ok := m.Success(i, w); ok {
+				if info.GoalRate == nil {
+					info.GoalRate = map[string]float32{}
+				}
+				info.GoalRate[w] = float32(rate)
+			}
+		}
+	}
+	var file bytes.Buffer
+	if err := skills.EncodeBank(&file, &out); err != nil {
+		t.Fatal(err)
+	}
+	back, err := skills.DecodeBank(bytes.NewReader(file.Bytes()), int64(file.Len()), skills.DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return back
 }
 
 // scenarioEncoder stands in for the FRE encoder: the latent of a reward is its weights on the
@@ -159,14 +227,17 @@ type scenario struct {
 	maxStepJoint int
 	commands     int // operator commands sent, for their ids
 	// quiet counts events without logging them (logging allocates; the core must not).
-	quiet    bool
-	counts   [8]int // events by kind
-	triggers [3]int // skill switches by trigger
+	quiet bool
+	// viaBankFile: start writes the measures into the bank's latent metadata and loads the
+	// bank read back from its file, so that the core reads them with LatentMeasures.
+	viaBankFile bool
+	counts      [8]int // events by kind
+	triggers    [3]int // skill switches by trigger
 }
 
 func newScenario(t testing.TB) *scenario {
 	bank := skillstest.ConstantSlots(t, skillstest.Navigation(t), scenarioActions...)
-	s := &scenario{t: t, bank: bank, opts: core.LoadOptions{Measured: scenarioMeasures{}}}
+	s := &scenario{t: t, bank: bank, opts: core.LoadOptions{Measured: scenarioMeasures{failed: map[int]bool{}, success: map[[2]any]float64{}}}}
 	s.cfg = core.DefaultConfig(bank)
 	s.cfg.Calibration = core.CalibrateOffsets
 	s.cfg.StandUp = 500 * time.Millisecond
@@ -205,7 +276,11 @@ func (s *scenario) wall(routes corebus.Routes) {
 }
 
 func (s *scenario) start() {
-	loaded, err := core.LoadWith(s.bank, "scenario.npz", 1, s.opts)
+	bank, opts := s.bank, s.opts
+	if s.viaBankFile {
+		bank, opts.Measured = measuredBank(s.t, bank, opts.Measured), nil
+	}
+	loaded, err := core.LoadWith(bank, "scenario.npz", 1, opts)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -306,7 +381,9 @@ func describe(ev *corebus.Event) string {
 
 // play runs a script and returns the log. A script line is a directive:
 //
-//	config blend=300ms stall=3s cooldown=1s failed=2  (before start)
+//	config blend=300ms stall=3s cooldown=1s failed=2 success=obstacle_fence_left:0:0.95
+//	                                (before start; success overrides a measured goal rate:
+//	                                world:latent:rate)
 //	fre                             recall through a stand-in encoder (before start)
 //	bank_fre 2.1 0                  the bank carries an FRE encoder that encodes every reward
 //	                                to this latent (before start)
@@ -317,8 +394,10 @@ func describe(ev *corebus.Event) string {
 //	cmd skill 2 | cmd mode run | cmd estop | cmd estop_clear
 //	cmd recall base_ang_vel.z=1,base_lin_vel.x=0.5 [max=0.2]
 //	slider estop | slider ok        the slider box's E-stop
-func play(t testing.TB, script string) []byte {
-	s := newScenario(t)
+func play(t testing.TB, script string) []byte { return newScenario(t).play(script) }
+
+func (s *scenario) play(script string) []byte {
+	t := s.t
 	sc := bufio.NewScanner(strings.NewReader(script))
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
@@ -352,7 +431,21 @@ func (s *scenario) directive(f []string) error {
 				s.cfg.Skill, _ = strconv.Atoi(v)
 			case "failed":
 				i, _ := strconv.Atoi(v)
-				s.opts.Measured = scenarioMeasures{failed: map[int]bool{i: true}}
+				s.opts.Measured.(scenarioMeasures).failed[i] = true
+			case "success":
+				f := strings.Split(v, ":")
+				if len(f) != 3 {
+					return fmt.Errorf("success=%s: want world:latent:rate", v)
+				}
+				i, err := strconv.Atoi(f[1])
+				if err != nil {
+					return err
+				}
+				rate, err := strconv.ParseFloat(f[2], 64)
+				if err != nil {
+					return err
+				}
+				s.opts.Measured.(scenarioMeasures).success[[2]any{f[0], i}] = rate
 			default:
 				return fmt.Errorf("unknown config key %q", k)
 			}

@@ -66,10 +66,11 @@ type Measured interface {
 	OnlinePsi(latent int) []float32
 }
 
-// LatentMeasures reads Measured from b's latent metadata (bank format v1): the filter's verdict
-// (a latent never filtered counts as passed, so an unevaluated bank still runs), the route from
-// a "left", "right" or "over" tag, and the online successor features. v1 has no per-world
-// success rates: every Success is unknown.
+// LatentMeasures reads Measured from b's latent metadata: the filter's verdict (a latent never
+// filtered counts as passed, so an unevaluated bank still runs), the route from a "left",
+// "right" or "over" tag (dualforce eval writes the measured route as one), the goal-reach rate
+// per evaluation world (skills.LatentInfo.GoalRate; unknown in a world the latent was not
+// evaluated in, and always in a format v1 bank), and the online successor features.
 func LatentMeasures(b *skills.Bank) Measured { return latentMeasures{b} }
 
 type latentMeasures struct{ b *skills.Bank }
@@ -90,7 +91,10 @@ func (m latentMeasures) Route(i int) corebus.Routes {
 	return 0
 }
 
-func (latentMeasures) Success(int, string) (float64, bool) { return 0, false }
+func (m latentMeasures) Success(i int, world string) (float64, bool) {
+	r, ok := m.b.Latents[i].Info.GoalRate[world]
+	return float64(r), ok
+}
 
 func (m latentMeasures) OnlinePsi(i int) []float32 { return m.b.Latents[i].Info.OnlinePsi }
 

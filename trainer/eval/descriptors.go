@@ -64,11 +64,11 @@ func HeightClass(h float64) string {
 	return TagMiddle
 }
 
-// Route tags of navigation skills: the way past the box.
+// Route tags of navigation skills: the way past the box, named as the routes are.
 const (
-	TagLeft  = "left"
-	TagRight = "right"
-	TagOver  = "over"
+	TagLeft  = string(behave.RouteLeft)
+	TagRight = string(behave.RouteRight)
+	TagOver  = string(behave.RouteOver)
 )
 
 // measuredTag reports the tags MeasuredTags may give: an evaluation replaces them in a bank.
@@ -80,11 +80,42 @@ func measuredTag(tag string) bool {
 	return false
 }
 
-// MeasuredTags are the tags of what a latent was measured to do in its evaluation: for
-// locomotion its height class.
-func MeasuredTags(task string, s *Summary) []string {
-	if task == collect.TaskLocomotion && len(s.Rollouts) > 0 {
+// MeasuredTags are the tags of what a latent was measured to do in an evaluation of task in
+// world: for locomotion its height class; for navigation, in the task's own world only (a fence
+// forces the way round), its route past the box (RouteTag), if it has one.
+func MeasuredTags(task collect.Task, world string, s *Summary) []string {
+	switch {
+	case len(s.Rollouts) == 0:
+		return nil
+	case task.Name == collect.TaskLocomotion:
 		return []string{HeightClass(s.Descriptors.Height)}
+	case task.Name == collect.TaskNavigation && world == task.World:
+		if r := RouteTag(s.Rollouts); r != "" {
+			return []string{r}
+		}
 	}
 	return nil
+}
+
+// RouteTag is the measured route of a navigation latent: the route past the box (TagLeft,
+// TagRight or TagOver) of a strict majority -- more than half -- of the rollouts that reached
+// the goal after passing the box. It is "" when none did, or when no route has more than half
+// of them (a 2-2 split, or 2-1-1 of four, is no clear route: switching on it would bet the robot
+// on a coin toss). Rollouts that missed the goal do not count: the tag says which way the latent
+// gets through, not which way it wanders.
+func RouteTag(runs []Rollout) string {
+	counts := map[behave.Route]int{}
+	passed := 0
+	for _, r := range runs {
+		if r.GoalStep >= 0 && r.Route != "" {
+			counts[r.Route]++
+			passed++
+		}
+	}
+	for route, n := range counts {
+		if 2*n > passed {
+			return string(route)
+		}
+	}
+	return ""
 }

@@ -42,12 +42,32 @@ func TestHeightClass(t *testing.T) {
 }
 
 func TestMeasuredTags(t *testing.T) {
-	high := &Summary{Descriptors: Descriptors{Height: 0.28}, Rollouts: make([]Rollout, 3)}
-	if got := MeasuredTags(collect.TaskLocomotion, high); !slices.Equal(got, []string{TagHigh}) {
-		t.Errorf("locomotion: %q", got)
+	loco, err := TaskConfig(collect.TaskLocomotion)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := MeasuredTags(collect.TaskLocomotion, &Summary{}); got != nil {
-		t.Errorf("no rollouts: %q", got)
+	nav, err := TaskConfig(collect.TaskNavigation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	high := &Summary{Descriptors: Descriptors{Height: 0.28}, Rollouts: make([]Rollout, 3)}
+	left := &Summary{Descriptors: Descriptors{Height: 0.28}, Rollouts: []Rollout{{GoalStep: 9, Route: behave.RouteLeft}, {GoalStep: -1}}}
+	for _, tc := range []struct {
+		name  string
+		task  collect.Task
+		world string
+		s     *Summary
+		want  []string
+	}{
+		{"locomotion: height class", loco.Task, "flat", high, []string{TagHigh}},
+		{"locomotion: no rollouts", loco.Task, "flat", &Summary{}, nil},
+		{"navigation: route in the task's world", nav.Task, "obstacle", left, []string{TagLeft}},
+		{"navigation: no route in a fenced world", nav.Task, "obstacle_fence_right", left, nil},
+		{"navigation: no height class", nav.Task, "obstacle", high, nil},
+	} {
+		if got := MeasuredTags(tc.task, tc.world, tc.s); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
 	}
 	for _, tag := range []string{TagLow, TagMiddle, TagHigh, TagLeft, TagRight, TagOver} {
 		if !measuredTag(tag) {
@@ -56,5 +76,32 @@ func TestMeasuredTags(t *testing.T) {
 	}
 	if measuredTag("bc") {
 		t.Error(`"bc" is a measured tag`)
+	}
+}
+
+func TestRouteTag(t *testing.T) {
+	reached := func(r behave.Route) Rollout { return Rollout{GoalStep: 40, Route: r} }
+	missed := func(r behave.Route) Rollout { return Rollout{GoalStep: -1, Route: r} }
+	l, r, o := behave.RouteLeft, behave.RouteRight, behave.RouteOver
+	for _, tc := range []struct {
+		name string
+		runs []Rollout
+		want string
+	}{
+		{"no rollouts", nil, ""},
+		{"none past the box", []Rollout{missed(""), missed("")}, ""},
+		{"past the box, none at the goal", []Rollout{missed(l), missed(l), missed(l)}, ""},
+		{"one rollout over", []Rollout{reached(o), missed("")}, TagOver},
+		{"all left", []Rollout{reached(l), reached(l), reached(l)}, TagLeft},
+		{"three of four right", []Rollout{reached(r), reached(l), reached(r), reached(r)}, TagRight},
+		{"misses do not count", []Rollout{reached(l), missed(r), reached(l), missed(r), missed(r)}, TagLeft},
+		{"at the goal without passing the box does not count", []Rollout{reached(""), reached(""), reached(o)}, TagOver},
+		{"a 2-2 split is no majority", []Rollout{reached(l), reached(r), reached(l), reached(r)}, ""},
+		{"2-1-1 is no majority", []Rollout{reached(l), reached(r), reached(l), reached(o)}, ""},
+		{"one each", []Rollout{reached(l), reached(r), reached(o)}, ""},
+	} {
+		if got := RouteTag(tc.runs); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }

@@ -23,11 +23,14 @@
 // rate and the estimator's error; WithOnlineResults writes them back into a copy of the bank.
 //
 // Every rollout is also described on ground truth (Descriptors: mean base height, forward,
-// lateral and yaw velocity; time to the goal), and a locomotion latent is tagged by its height
-// class (MeasuredTags), so that skills can be chosen by what they were measured to do. The first
-// Config.Paths rollouts of each latent keep their base path for plots. Robustness reruns the
-// subjects in other worlds (FenceWorlds: the way round the box fenced off on the left, the
-// right, both) and records each one's goal rate there; Subsample spreads a budget of latents
-// evenly over a large bank's skills and iterations. The results file
+// lateral and yaw velocity; time to the goal, the route past the box), and tagged by what it
+// was measured to do (MeasuredTags): a locomotion latent by its height class, a navigation latent
+// by the route a strict majority of its goal-reaching rollouts took past the box in the task's
+// own world (RouteTag). The first Config.Paths rollouts of each latent keep their base path for
+// plots. Robustness reruns the subjects in other worlds (FenceWorlds: the way round the box
+// fenced off on the left, the right, both) and records each one's goal rate there;
+// WithOnlineResults stores the tags and a navigation latent's goal rate per world in the bank,
+// where the runtime's switcher reads them (runtime/core.LatentMeasures). Subsample spreads a
+// budget of latents evenly over a large bank's skills and iterations. The results file
 // (eval.json) is the input of trainer/report: ReadResult reads it back and checks it.
 package eval

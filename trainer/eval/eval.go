@@ -248,7 +248,7 @@ func Evaluate(ctx context.Context, cfg Config, subjects []Subject) (*Result, err
 	for i, s := range subjects {
 		runs := rollouts[i*cfg.Rollouts : (i+1)*cfg.Rollouts]
 		sum := summarise(s, runs, projector.Dim())
-		sum.Measured = MeasuredTags(cfg.Task.Name, &sum)
+		sum.Measured = MeasuredTags(cfg.Task, scenario.Name, &sum)
 		res.Subjects = append(res.Subjects, sum)
 		for _, r := range runs {
 			res.PolicySteps += r.Steps

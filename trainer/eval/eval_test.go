@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"image/png"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dualforce/dualforce/runtime/core"
+	"github.com/dualforce/dualforce/runtime/corebus"
 	"github.com/dualforce/dualforce/sim"
 	"github.com/dualforce/dualforce/skills"
 	"github.com/dualforce/dualforce/skills/skillstest"
@@ -257,7 +259,7 @@ func TestWithOnlineResultsAndFilter(t *testing.T) {
 		t.Fatal(err)
 	}
 	info := out.Latents[0].Info
-	if *info.OnlineReturn != 4.5 || info.OnlinePsi[11] != 12 || *info.PassedFilter || !slices.Equal(info.Tags, []string{"bc", TagLow}) {
+	if *info.OnlineReturn != 4.5 || info.OnlinePsi[11] != 12 || *info.PassedFilter || !slices.Equal(info.Tags, []string{"bc", TagLow}) || info.GoalRate != nil {
 		t.Fatalf("written back: %+v", info)
 	}
 	if bank.Latents[0].Info.OnlineReturn != nil || !slices.Equal(bank.Latents[0].Info.Tags, []string{"bc", TagHigh}) {
@@ -276,6 +278,55 @@ func TestWithOnlineResultsAndFilter(t *testing.T) {
 	}
 	if _, err := WithOnlineResults(bank, subjects[:1], res); !errors.Is(err, ErrConfig) {
 		t.Fatalf("mismatched subjects: %v", err)
+	}
+}
+
+// A navigation evaluation writes the measured route tag and the goal rate of every world it ran
+// in into the bank, where the runtime's switcher reads them: rates of an earlier evaluation in
+// other worlds stay, those in the worlds run again are replaced.
+func TestWithOnlineResultsWritesRouteAndGoalRates(t *testing.T) {
+	bank, _ := stillNavigation(t, 1, 1)
+	bank.Latents[0].Info.Tags = []string{TagLeft, "bc"}
+	bank.Latents[0].Info.GoalRate = map[string]float32{"obstacle_fenced": 0.9, "stairs": 0.2}
+	subjects := Latents(bank)
+	res := &Result{Task: collect.TaskNavigation, World: "obstacle", Subjects: []Summary{{
+		MeanReturn: 3, Psi: make([]float64, 6), GoalRate: 0.5, Measured: []string{TagRight},
+		WorldGoalRate: map[string]float64{"obstacle_fence_left": 1.0 / 3, "obstacle_fence_right": 1, "obstacle_fenced": 0},
+	}}}
+	out, err := WithOnlineResults(bank, subjects, res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float32{"obstacle": 0.5, "obstacle_fence_left": 1.0 / 3, "obstacle_fence_right": 1, "obstacle_fenced": 0, "stairs": 0.2}
+	if info := out.Latents[0].Info; !maps.Equal(info.GoalRate, want) || !slices.Equal(info.Tags, []string{"bc", TagRight}) {
+		t.Fatalf("goal rates %v, tags %q", info.GoalRate, info.Tags)
+	}
+	if bank.Latents[0].Info.GoalRate["obstacle_fenced"] != 0.9 {
+		t.Fatal("the original bank changed")
+	}
+	path := filepath.Join(t.TempDir(), "bank.npz")
+	if err := skills.WriteBank(path, out); err != nil {
+		t.Fatal(err)
+	}
+	back, err := skills.ReadBank(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := core.LatentMeasures(back)
+	if r := m.Route(0); r != corebus.RouteRight {
+		t.Errorf("route read back %v", r.Names())
+	}
+	for w, rate := range want {
+		if got, ok := m.Success(0, w); !ok || got != float64(rate) {
+			t.Errorf("success in %s read back %v %v, want %v", w, got, ok, rate)
+		}
+	}
+	if _, ok := m.Success(0, "moon"); ok {
+		t.Error("a success in a world never evaluated")
+	}
+	res.World = "my world"
+	if _, err := WithOnlineResults(bank, subjects, res); !errors.Is(err, skills.ErrWorldName) {
+		t.Fatalf("a world name the bank cannot hold: %v", err)
 	}
 }
 
