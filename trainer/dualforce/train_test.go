@@ -68,6 +68,7 @@ func testTrainConfig(t *testing.T) TrainConfig {
 	cfg.Value.Hidden, cfg.Policy.Hidden = []int{64, 64}, []int{64, 64}
 	cfg.Value.Batch, cfg.Value.InitBatch, cfg.Value.ChunkRows, cfg.Policy.Batch = 256, 128, 4096, 256
 	cfg.Value.LR, cfg.Policy.LR = 1e-3, 1e-3
+	cfg.Loop.ValueSteps, cfg.Loop.PolicySteps = 1, 1
 	cfg.Run = run.Settings{Iterations: 40, CheckpointEvery: 10}
 	return cfg
 }
