@@ -25,6 +25,8 @@ Usage:
                                              (base_lin_vel.x, base_ang_vel.z, joint_pos.FL_KFE,
                                              height_map[60], ...); the reply names the skill and
                                              its score (bank features) or distance (FRE encoding)
+  skillrt op [flags] goal X Y [YAW]          navigate to (X, Y) m, heading YAW rad (default 0), in
+                                             the world (motion-capture) frame
   skillrt op [flags] mode stand|run|damp|stop
   skillrt op [flags] stop                    damp, then motors off
   skillrt op [flags] estop | clear           latch / reset the operator E-stop
@@ -100,6 +102,17 @@ func opCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		return reply(op.Recall(cctx, reward, *maxDistance))
+	case verb == "goal" && (len(rest) == 3 || len(rest) == 4):
+		var g [3]float64
+		for i, a := range rest[1:] {
+			v, err := strconv.ParseFloat(a, 64)
+			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+				fmt.Fprintf(stderr, "skillrt op: goal: %q is not a finite number (goal X Y [YAW], m and rad)\n", a)
+				return 2
+			}
+			g[i] = v
+		}
+		return reply(op.Goal(cctx, g[0], g[1], g[2]))
 	case verb == "mode" && len(rest) == 2:
 		return reply(op.SetMode(cctx, rest[1]))
 	case verb == "stop":

@@ -91,6 +91,13 @@ func TestEmbeddedOperatorSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen("state/mode run", TopicMode, has(`"mode":"run"`))
+	if reply, err := op.Goal(ctx, 2, -0.5, 0.25); err != nil || !reply.OK {
+		t.Fatalf("goal: reply %+v, err %v", reply, err)
+	}
+	applied = core.appliedCommands()
+	if g := applied[len(applied)-1]; g.Kind != corebus.KindGoal || g.Goal.X != 2 || g.Goal.Y != -0.5 || g.Goal.Yaw != 0.25 {
+		t.Fatalf("core applied %+v, want the goal (2, -0.5, 0.25)", g)
+	}
 	if _, err := op.EStop(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -157,6 +157,12 @@ func (o *Operator) Recall(ctx context.Context, reward map[string]float64, maxDis
 	return o.send(ctx, RouteRecall, h, p)
 }
 
+// Goal sends a navigation goal: x, y in m and yaw in rad in the world (motion-capture) frame.
+func (o *Operator) Goal(ctx context.Context, x, y, yaw float64) (Reply, error) {
+	h := o.header()
+	return o.send(ctx, RouteGoal, h, goalPayload{Header: h, X: &x, Y: &y, Yaw: &yaw})
+}
+
 // SetMode asks for mode stand, run, damp or stop.
 func (o *Operator) SetMode(ctx context.Context, mode string) (Reply, error) {
 	h := o.header()
