@@ -262,6 +262,7 @@ func NewCore(cfg config.Config, opts Options, requestBank func(corebus.Command) 
 	}
 	cc := core.DefaultConfig(bank)
 	cc.Skill, cc.AutoRun = opts.Skill, opts.AutoRun
+	cc.Goal = [3]float64{cfg.Navigation.Goal.X, cfg.Navigation.Goal.Y, cfg.Navigation.Goal.Yaw}
 	if cc.Skill < 0 {
 		best, err := bank.Best()
 		if err != nil {

@@ -32,6 +32,7 @@ type Config struct {
 	Obstacle    Obstacle    `yaml:"obstacle_switching"`
 	Transitions Transitions `yaml:"transitions"`
 	Recall      Recall      `yaml:"recall"`
+	Navigation  Navigation  `yaml:"navigation"`
 }
 
 // Transport kinds.
@@ -160,6 +161,20 @@ type Obstacle struct {
 	StallAfter   time.Duration `yaml:"stall_after"`
 	MinProgressM float64       `yaml:"min_progress_m"` // m closer to the goal that counts as progress
 	GoalRadiusM  float64       `yaml:"goal_radius_m"`  // within this distance of the goal, standing still is arrival
+}
+
+// Navigation is what a navigation bank's skills run to before an operator sends a goal.
+type Navigation struct {
+	// Goal is the goal in the world (motion-capture) frame until an operator sends one
+	// (cmd/goal); locomotion banks ignore it. Default: the origin.
+	Goal Goal `yaml:"goal"`
+}
+
+// Goal is a navigation goal: position in m, heading in rad.
+type Goal struct {
+	X   float64 `yaml:"x"`
+	Y   float64 `yaml:"y"`
+	Yaw float64 `yaml:"yaw"`
 }
 
 // Transitions shape every skill switch while running.

@@ -167,6 +167,10 @@ func TestMalformed(t *testing.T) {
 		{"blend off", minimal + "transitions: {blend: 0s}\n", "", 0, ""},
 		{"blend long", minimal + "transitions: {blend: 5s}\n", "transitions.blend", 4, "5s is outside [0s, 2s]"},
 		{"recall distance", minimal + "recall: {max_distance: 0}\n", "recall.max_distance", 4, "0 is outside (0, 1000]"},
+		{"goal", minimal + "navigation: {goal: {x: 2, y: -0.5, yaw: 3.1}}\n", "", 0, ""},
+		{"goal far", minimal + "navigation: {goal: {x: 51}}\n", "navigation.goal.x", 4, "51 m is outside [-50, 50]"},
+		{"goal NaN", minimal + "navigation: {goal: {y: .nan}}\n", "navigation.goal.y", 4, "NaN m is outside [-50, 50]"},
+		{"goal heading", minimal + "navigation: {goal: {yaw: 4}}\n", "navigation.goal.yaw", 4, "4 rad is outside [-3.14159, 3.14159]"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -34,6 +34,7 @@ const (
 	maxSwitchTime       = time.Minute
 	maxBlend            = 2 * time.Second
 	maxRecallDistance   = 1e3
+	maxGoalDistance     = 50 // m, as an operator's goal command (runtime/mqtt)
 	requiredLinkHz      = 1000
 	maxTargetRate       = solo12.MaxJointVelocity
 	robotIDPattern      = `^[a-z0-9-]+$`
@@ -157,6 +158,9 @@ func (c *Config) problems() []Problem {
 		k.add("transitions.blend", "%v is outside [0s, %v] (0s switches at once)", b, maxBlend)
 	}
 	k.number("recall.max_distance", c.Recall.MaxDistance, 0, maxRecallDistance, true, "")
+	k.number("navigation.goal.x", c.Navigation.Goal.X, -maxGoalDistance, maxGoalDistance, false, "m")
+	k.number("navigation.goal.y", c.Navigation.Goal.Y, -maxGoalDistance, maxGoalDistance, false, "m")
+	k.number("navigation.goal.yaw", c.Navigation.Goal.Yaw, -math.Pi, math.Pi, false, "rad")
 	return k.problems
 }
 
