@@ -34,8 +34,15 @@ Dual-Force's phi_z (log N + sum w (log w - r_E)).
 Writes into DIR: metrics.jsonl (per skill phi_z, sigma_z, ESS, losses, expert mass; the
 classifier's loss and mean entropy H(q), which nears log n when q collapses to uniform; the
 DISDAIN bonus; the mean minimum distance of the skills' offline SFs), checkpoint.npz (the
-outcome so far; a DOI run does not resume) and bank.npz (n slots, one latent per skill,
-doi-skill<z>), unless --bank says where. 'dualforce report DIR' plots the metrics.
+whole state, written atomically every --checkpoint-every iterations and on Ctrl-C) and
+bank.npz (n slots, one latent per skill, doi-skill<z>), unless --bank says where.
+'dualforce report DIR' plots the metrics.
+
+--resume continues a run from DIR's checkpoint and ends with the same bank, bit for bit, as an
+uninterrupted run; only --iters and --checkpoint-every may change between the two, and a
+checkpoint of other data or another configuration is refused. A resumed run imitates the r_E
+(and SMODICE ratios) its checkpoint holds: no discriminator is trained again, and --smodice,
+if given, must name the run it started with.
 `
 
 func runTrainDOI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -47,6 +54,7 @@ func runTrainDOI(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	disdain := fs.Float64("disdain", 0, "weight of the DISDAIN bonus (0: plain DOI)")
 	ensemble := fs.Int("ensemble", 4, "classifiers in the DISDAIN ensemble (with --disdain)")
 	dagger := fs.Bool("dagger", false, "pin sigmoid(mu) at 1: SMODICE-dagger")
+	resume := fs.Bool("resume", false, "continue the run in --out from its checkpoint")
 	expertRun := fs.String("smodice", "", "a SMODICE-expert run directory on the same data: imitate its r_E and ratios (constraint KL(d_z || d_E)) instead of training a discriminator")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
@@ -74,18 +82,16 @@ func runTrainDOI(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	start := time.Now()
 	var last map[string]metrics.Num
 	l, err := doi.Train(ctx, data, cfg, doi.Options{
-		Options: trainrun.Options{Dir: *tf.out, Progress: stderr, Quiet: *tf.quiet, Logger: slog.New(slog.NewTextHandler(stderr, nil))},
+		Options: trainrun.Options{Dir: *tf.out, Resume: *resume, Progress: stderr, Quiet: *tf.quiet, Logger: slog.New(slog.NewTextHandler(stderr, nil))},
 		Observe: func(r map[string]metrics.Num) { last = r }, Expert: expertCk,
 	})
 	switch {
 	case errors.Is(err, doi.ErrConfig):
 		return fmt.Errorf("%w: %w", errUsage, err)
-	case errors.Is(err, trainrun.ErrRunExists):
-		return fmt.Errorf("%w (a DOI run does not resume: choose another --out)", err)
 	case l != nil && errors.Is(err, context.Canceled):
-		fmt.Fprintf(stdout, "interrupted; writing the bank of the iterations done\n")
+		fmt.Fprintf(stdout, "interrupted; checkpoint in %s (continue with --resume); writing the bank of the iterations done\n", *tf.out)
 	case err != nil:
-		return err
+		return explainRunExists(err)
 	}
 	if last != nil {
 		fmt.Fprintf(stdout, "iteration %v: H(q) %.3f nats (uniform %.3f), mean min SF distance %.3f, sigmoid(mu) %.3f (%v)\n",

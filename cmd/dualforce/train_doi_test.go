@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,6 +40,19 @@ func TestTrainDOI(t *testing.T) {
 	if !strings.Contains(string(html), "Training metrics: metrics.jsonl") {
 		t.Fatal("the report of a DOI run has no metrics figure")
 	}
+	// Resumed to 8 iterations, the run writes the bank an uninterrupted run of 8 writes.
+	flags := []string{"--offline", data, "--disc-steps", "30", "--batch", "64", "--iters", "8", "--checkpoint-every", "3", "--disdain", "0.5", "--ensemble", "2", "--quiet"}
+	straight := filepath.Join(dir, "doi8")
+	mustRun(t, append([]string{"train", "doi", "--out", straight}, flags...)...)
+	out = mustRun(t, append([]string{"train", "doi", "--out", run, "--resume"}, flags...)...)
+	if !strings.Contains(out, "iteration 8: H(q)") {
+		t.Fatalf("train doi --resume printed %q", out)
+	}
+	a, errA := os.ReadFile(filepath.Join(straight, "bank.npz"))
+	b, errB := os.ReadFile(filepath.Join(run, "bank.npz"))
+	if errA != nil || errB != nil || !bytes.Equal(a, b) {
+		t.Fatalf("the resumed run's bank differs from the uninterrupted run's (%v, %v)", errA, errB)
+	}
 	// Imitating a SMODICE-expert run on the same data.
 	smodiceRun := filepath.Join(dir, "smodice")
 	mustRun(t, "train", "smodice", "--offline", data, "--out", smodiceRun, "--disc-steps", "30", "--batch", "64", "--iters", "3", "--quiet")
@@ -53,7 +67,8 @@ func TestTrainDOI(t *testing.T) {
 		want string
 	}{
 		{[]string{"train", "doi", "--offline", data, "--out", filepath.Join(dir, "one"), "--skills", "1"}, 2, "a discriminator needs two"},
-		{[]string{"train", "doi", "--offline", data, "--out", run, "--disc-steps", "1", "--iters", "1"}, 1, "does not resume"},
+		{[]string{"train", "doi", "--offline", data, "--out", run, "--disc-steps", "1", "--iters", "1"}, 1, "pass --resume"},
+		{append([]string{"train", "doi", "--out", run, "--resume", "--seed", "2"}, flags...), 1, "configuration differs"},
 		{[]string{"train", "doi", "--out", run}, 2, "--offline and --out are required"},
 		{[]string{"train", "doi", "--offline", data, "--out", filepath.Join(dir, "x"), "--smodice", dir}, 1, "checkpoint"},
 	} {

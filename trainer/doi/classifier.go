@@ -1,9 +1,12 @@
 package doi
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
+	"github.com/dualforce/dualforce/trainer/dataset"
 	"github.com/dualforce/dualforce/trainer/nn"
 )
 
@@ -79,4 +82,27 @@ func entropy(p []float64) float64 {
 		}
 	}
 	return h
+}
+
+// state returns copies of the classifier's parameters and optimiser state.
+func (c *classifier) state() ([]float32, nn.AdamState[float32]) {
+	return slices.Clone(c.net.Params()), c.opt.State()
+}
+
+// restore replaces the parameters and optimiser state with copies of params and adam, which
+// must be of the classifier's sizes and finite. On error the classifier is unchanged.
+func (c *classifier) restore(params []float32, adam nn.AdamState[float32]) error {
+	if len(params) != len(c.net.Params()) {
+		return fmt.Errorf("%w: %d classifier parameters, the network has %d", nn.ErrShape, len(params), len(c.net.Params()))
+	}
+	for _, x := range [][]float32{params, adam.M, adam.V} {
+		if err := dataset.CheckFinite("classifier", x, 1); err != nil {
+			return err
+		}
+	}
+	if err := c.opt.Restore(adam); err != nil {
+		return err
+	}
+	copy(c.net.Params(), params)
+	return nil
 }

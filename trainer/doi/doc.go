@@ -20,6 +20,9 @@
 // metrics.jsonl (per skill: value and policy loss, phi, sigmoid(mu), ESS, expert mass; the
 // classifier's loss and its mean entropy over the offline states, the collapse check; the
 // DISDAIN bonus; the mean minimum distance between the skills' offline successor features) and
-// checkpoints with every skill's policy; a DOI run does not resume (a checkpoint says so).
+// checkpoints the whole state (every skill's learners, generator and Polyak weights, shared
+// with Dual-Force through skillset.SaveLearners; the multipliers; the classifiers with their
+// optimisers and generator; the imitation target), so that a resumed run ends bit for bit
+// where an uninterrupted one ends.
 // The bank holds n slots, one latent per skill, named doi-skill<z>.
 package doi

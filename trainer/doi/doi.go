@@ -8,7 +8,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -115,7 +114,7 @@ type skill struct {
 	polyak dice.Polyak
 	reward []float32
 	cdf    []float64 // cumulative Polyak weights, for the classifier's draws
-	rng    *rand.Rand
+	src    *rand.PCG // the learners' generator's source, saved with the checkpoint
 
 	valueLoss, policyLoss float64
 	phi                   float64
@@ -140,7 +139,8 @@ type Loop struct {
 	ratios    []float64
 	skills    []*skill
 	ensemble  []*classifier
-	rng       *rand.Rand // the classifiers' draws
+	src       *rand.PCG  // the source of rng, saved with the checkpoint
+	rng       *rand.Rand // the classifiers' initialisation and draws
 	mu        []float64
 	iteration int
 
@@ -173,13 +173,15 @@ func NewLoop(d *prep.Data, im Imitation, cfg Config) (*Loop, error) {
 		}
 	}
 	rE := im.Reward
+	src := rand.NewPCG(cfg.Seed, 0xd0c1a55)
 	l := &Loop{
-		cfg: cfg, d: d, rE: rE, ratios: im.Ratios, rng: rand.New(rand.NewPCG(cfg.Seed, 0xd0c1a55)), mu: make([]float64, cfg.Skills),
+		cfg: cfg, d: d, rE: rE, ratios: im.Ratios, src: src, rng: rand.New(src), mu: make([]float64, cfg.Skills),
 		probs: make([]float64, n*cfg.Skills), bonus: make([]float64, n),
 		x: make([]float32, cfg.Skills*cfg.ClassifierBatch*d.FeatureDim), labels: make([]int, cfg.Skills*cfg.ClassifierBatch),
 	}
 	for z := range cfg.Skills {
-		rng := rand.New(rand.NewPCG(cfg.Seed, uint64(z)+1))
+		src := rand.NewPCG(cfg.Seed, uint64(z)+1)
+		rng := rand.New(src)
 		v, err := dice.NewValue(d.Offline, cfg.Value, rng)
 		if err != nil {
 			return nil, err
@@ -188,7 +190,7 @@ func NewLoop(d *prep.Data, im Imitation, cfg Config) (*Loop, error) {
 		if err != nil {
 			return nil, err
 		}
-		l.skills = append(l.skills, &skill{v: v, pi: pi, polyak: dice.Polyak{MinAlpha: cfg.MinAlpha}, reward: make([]float32, n), cdf: make([]float64, n), rng: rng})
+		l.skills = append(l.skills, &skill{v: v, pi: pi, polyak: dice.Polyak{MinAlpha: cfg.MinAlpha}, reward: make([]float32, n), cdf: make([]float64, n), src: src})
 	}
 	for range cfg.Ensemble {
 		c, err := newClassifier(l.rng, d.FeatureDim, cfg.Skills, cfg.ClassifierHidden, cfg.ClassifierLR)
@@ -328,6 +330,15 @@ func (l *Loop) train(ctx context.Context, s *skill) error {
 	for range l.cfg.PolicySteps {
 		s.policyLoss = s.pi.Step()
 	}
+	l.settle(s)
+	return nil
+}
+
+// settle computes what follows from a skill's averaged weights: their statistics, the
+// constraint, the offline successor features and the cumulative weights the classifier draws
+// by.
+func (l *Loop) settle(s *skill) {
+	avg := s.polyak.W
 	s.stats = dice.Summarise(avg)
 	if l.ratios != nil {
 		s.phi = klTo(avg, l.ratios)
@@ -340,7 +351,6 @@ func (l *Loop) train(ctx context.Context, s *skill) error {
 		sum += x
 		s.cdf[i] = sum
 	}
-	return nil
 }
 
 // trainClassifiers fits every ensemble member to states drawn by each skill's weights, each
@@ -417,30 +427,6 @@ func (l *Loop) Multipliers() []float64 {
 	return out
 }
 
-// ErrNoResume reports a DOI checkpoint given to resume: DOI runs do not resume.
-var ErrNoResume = errors.New("doi: a DOI run cannot resume; start it afresh in another directory")
-
-// Checkpoint records the run's outcome so far (every skill's policy, the multipliers and the
-// imitation reward); it is not enough to resume (ErrNoResume).
-func (l *Loop) Checkpoint() (*checkpoint.File, error) {
-	saved, err := run.SaveConfig(l.cfg.Run, l.cfg)
-	if err != nil {
-		return nil, fmt.Errorf("doi: %w", err)
-	}
-	st, err := json.Marshal(map[string]any{"mu": l.mu, "resumable": false})
-	if err != nil {
-		return nil, fmt.Errorf("doi: %w", err)
-	}
-	f := &checkpoint.File{
-		Algorithm: Algorithm, Task: l.d.Task, Digest: l.d.Digest, Contract: l.d.Contract, Iteration: l.iteration,
-		Config: saved, State: st, Float32: map[string][]float32{"reward": l.rE},
-	}
-	for z, s := range l.skills {
-		f.Float32["policy_"+strconv.Itoa(z)] = s.pi.State().Params
-	}
-	return f, nil
-}
-
 // Plot draws nothing of its own: dualforce report plots every column of the metrics log.
 func (l *Loop) Plot(string) error { return nil }
 
@@ -485,8 +471,11 @@ func ExpertImitation(d *prep.Data, ck *smodice.Checkpoint) (Imitation, error) {
 
 // Train runs DOI on d for cfg.Run.Iterations in the run directory opt.Dir, imitating
 // opt.Expert's SMODICE-expert run or, without one, an imitation reward r_E it trains first
-// (the discriminator, as SMODICE-expert does). It returns the loop, whose Bank is the result;
-// on cancellation the loop so far and ctx's error.
+// (the discriminator, as SMODICE-expert does). With opt.Resume and a checkpoint in opt.Dir it
+// continues that run instead, bit for bit as if uninterrupted: it imitates what the
+// checkpoint holds (no discriminator is trained again; opt.Expert, when given, must be the
+// run's). It returns the loop, whose Bank is the result; on cancellation the loop so far and
+// ctx's error.
 func Train(ctx context.Context, d *prep.Data, cfg Config, opt Options) (*Loop, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -503,16 +492,19 @@ func Train(ctx context.Context, d *prep.Data, cfg Config, opt Options) (*Loop, e
 	if err != nil {
 		return nil, err
 	}
-	if file != nil {
-		return nil, ErrNoResume
-	}
 	var im Imitation
-	if opt.Expert != nil {
+	switch {
+	case file != nil:
+		if im, err = resumedImitation(d, file, opt.Expert); err != nil {
+			return nil, err
+		}
+		opt.Log().Info("imitating the checkpoint's target", "expert_ratios", im.Ratios != nil)
+	case opt.Expert != nil:
 		if im, err = ExpertImitation(d, opt.Expert); err != nil {
 			return nil, err
 		}
 		opt.Log().Info("imitating the SMODICE-expert run", "iteration", opt.Expert.Iteration, "expert_ess", dice.Summarise(im.Ratios).ESS)
-	} else {
+	default:
 		opt.Log().Info("training the discriminator", "steps", cfg.DiscSteps)
 		r, err := disc.TrainReward(ctx, d.Expert, d.Offline.Obs, d.Offline.ObsDim, cfg.Disc,
 			disc.RewardOptions{Steps: cfg.DiscSteps, HoldOut: cfg.HoldOut, Progress: opt.Progress, Quiet: opt.Quiet})
@@ -526,7 +518,14 @@ func Train(ctx context.Context, d *prep.Data, cfg Config, opt Options) (*Loop, e
 	if err != nil {
 		return nil, err
 	}
-	err = run.Drive(ctx, run.Loop[map[string]metrics.Num](l), "DOI", cfg.Run, 0, true, opt.Options, opt.Observe)
+	done := 0
+	if file != nil {
+		if err := l.restore(file); err != nil {
+			return nil, fmt.Errorf("%w: %w", checkpoint.ErrCheckpoint, err)
+		}
+		done = file.Iteration
+	}
+	err = run.Drive(ctx, run.Loop[map[string]metrics.Num](l), "DOI", cfg.Run, done, file == nil, opt.Options, opt.Observe)
 	if err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return l, err

@@ -61,7 +61,7 @@ func prepared(t testing.TB) *prep.Data {
 
 // A small DOI run end to end: metrics per skill in the log, the multipliers inside their
 // bound, a bank of n slots and n latents that validates and survives a write and read; a
-// second run into the same directory is refused (DOI does not resume).
+// second run into the same directory without Resume is refused.
 func TestTrainSmall(t *testing.T) {
 	d := prepared(t)
 	for _, tc := range []struct {
@@ -119,8 +119,8 @@ func TestTrainSmall(t *testing.T) {
 				back.Latents[0].Info.Iteration != cfg.Run.Iterations || len(back.Latents[0].Info.OfflinePsi) != d.FeatureDim {
 				t.Fatalf("bank latents %+v", back.Latents)
 			}
-			if _, err := Train(context.Background(), d, cfg, Options{Options: run.Options{Dir: dir, Resume: true, Quiet: true}}); err != ErrNoResume {
-				t.Fatalf("resume: %v", err)
+			if _, err := Train(context.Background(), d, cfg, Options{Options: run.Options{Dir: dir, Quiet: true}}); !errors.Is(err, run.ErrRunExists) {
+				t.Fatalf("a second run into the directory: %v", err)
 			}
 		})
 	}
@@ -225,9 +225,27 @@ func TestImitatesASMODICERun(t *testing.T) {
 	}
 	cfg := testConfig()
 	cfg.Run.Iterations = 5
-	l, err := Train(context.Background(), d, cfg, Options{Options: run.Options{Dir: t.TempDir(), Quiet: true}, Expert: ck})
+	dir := t.TempDir()
+	l, err := Train(context.Background(), d, cfg, Options{Options: run.Options{Dir: dir, Quiet: true}, Expert: ck})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Resumed with the same SMODICE run, or with none (the checkpoint holds the target); a
+	// SMODICE run of another reward is refused.
+	for _, expert := range []*smodice.Checkpoint{ck, nil} {
+		cfg.Run.Iterations++
+		if l, err = Train(context.Background(), d, cfg, Options{Options: run.Options{Dir: dir, Resume: true, Quiet: true}, Expert: expert}); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(l.ratios, im.Ratios) {
+			t.Fatal("the resumed run does not imitate the SMODICE run's ratios")
+		}
+	}
+	otherReward := *ck
+	otherReward.Reward = slices.Clone(ck.Reward)
+	otherReward.Reward[0]++
+	if _, err := Train(context.Background(), d, cfg, Options{Options: run.Options{Dir: dir, Resume: true, Quiet: true}, Expert: &otherReward}); !errors.Is(err, run.ErrResumeMismatch) {
+		t.Fatalf("resumed with another SMODICE run: %v", err)
 	}
 	for z, s := range l.skills {
 		if !(s.phi >= 0) || math.Abs(s.phi-klTo(s.polyak.W, im.Ratios)) > 1e-12 {

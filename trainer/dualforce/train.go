@@ -18,6 +18,7 @@ import (
 	"github.com/dualforce/dualforce/trainer/nn"
 	"github.com/dualforce/dualforce/trainer/prep"
 	"github.com/dualforce/dualforce/trainer/run"
+	"github.com/dualforce/dualforce/trainer/skillset"
 	"github.com/dualforce/dualforce/trainer/wbc"
 )
 
@@ -190,20 +191,14 @@ func (t *trainer) Plot(dir string) error {
 	return WritePlots(filepath.Join(dir, run.MetricsFile), dir, t.cfg.Skills, t.cfg.Loop.Eps)
 }
 
-// savedState is the checkpoint's small state, the manifest's "state"
-// object: each skill's generator and optimiser step counts.
-type savedState struct {
-	RNG             [][]byte `json:"rng"`
-	ValueAdamSteps  [][2]int `json:"value_adam_steps"`
-	PolicyAdamSteps [][2]int `json:"policy_adam_steps"`
+// learners are every skill's learners and generator, as a checkpoint holds them.
+func (t *trainer) learners() []skillset.Learners {
+	ls := make([]skillset.Learners, len(t.values))
+	for i := range ls {
+		ls[i] = skillset.Learners{Value: t.values[i], Policy: t.policies[i], Source: t.srcs[i]}
+	}
+	return ls
 }
-
-// adamArrays names one optimiser state's moments.
-func adamArrays(f32 map[string][]float32, prefix string, s *nn.AdamState[float32]) {
-	f32[prefix+"_m"], f32[prefix+"_v"] = s.M, s.V
-}
-
-func skillArray(i int, name string) string { return fmt.Sprintf("skill%d.%s", i, name) }
 
 func (t *trainer) Checkpoint() (*checkpoint.File, error) {
 	saved, err := run.SaveConfig(t.cfg.Run, t.cfg)
@@ -213,21 +208,10 @@ func (t *trainer) Checkpoint() (*checkpoint.File, error) {
 	s := t.loop.State()
 	f32, f64 := s.Arrays()
 	f32["reward"] = t.rE
-	var st savedState
-	for i := range t.values {
-		rng, err := t.srcs[i].MarshalBinary()
-		if err != nil {
-			return nil, fmt.Errorf("dualforce: generator: %w", err)
-		}
-		v, pi := t.values[i].State(), t.policies[i].State()
-		f32[skillArray(i, "value")], f32[skillArray(i, "policy")] = v.Params, pi.Params
-		adamArrays(f32, skillArray(i, "value_adam"), &v.Adam)
-		adamArrays(f32, skillArray(i, "value_latent_adam"), &v.LatentAdam)
-		adamArrays(f32, skillArray(i, "policy_adam"), &pi.Adam)
-		adamArrays(f32, skillArray(i, "policy_latent_adam"), &pi.LatentAdam)
-		st.RNG = append(st.RNG, rng)
-		st.ValueAdamSteps = append(st.ValueAdamSteps, [2]int{v.Adam.Steps, v.LatentAdam.Steps})
-		st.PolicyAdamSteps = append(st.PolicyAdamSteps, [2]int{pi.Adam.Steps, pi.LatentAdam.Steps})
+	// The manifest's "state" object: each skill's generator and optimiser step counts.
+	st, err := skillset.SaveLearners(t.learners(), f32)
+	if err != nil {
+		return nil, fmt.Errorf("dualforce: %w", err)
 	}
 	stJSON, err := json.Marshal(st)
 	if err != nil {
@@ -243,37 +227,17 @@ func (t *trainer) Checkpoint() (*checkpoint.File, error) {
 var ErrResume = errors.New("dualforce: checkpoint does not fit this run")
 
 func (t *trainer) restore(f *checkpoint.File) error {
-	var st savedState
+	var st skillset.SavedLearners
 	if err := json.Unmarshal(f.State, &st); err != nil {
 		return fmt.Errorf("state: %w", err)
 	}
-	n := t.cfg.Skills
-	if len(st.RNG) != n || len(st.ValueAdamSteps) != n || len(st.PolicyAdamSteps) != n {
-		return fmt.Errorf("%w: state for %d skills, run has %d", ErrResume, len(st.RNG), n)
-	}
-	get := func(name string) []float32 { return f.Float32[name] }
-	adam := func(prefix string, steps int) nn.AdamState[float32] {
-		return nn.AdamState[float32]{M: get(prefix + "_m"), V: get(prefix + "_v"), Steps: steps}
-	}
-	if !slices.Equal(get("reward"), t.rE) {
+	if !slices.Equal(f.Float32["reward"], t.rE) {
 		return fmt.Errorf("%w: the imitation reward is not the one the run started with", ErrResume)
 	}
-	for i := range n {
-		v := dice.ValueState{Params: get(skillArray(i, "value")),
-			Adam: adam(skillArray(i, "value_adam"), st.ValueAdamSteps[i][0]), LatentAdam: adam(skillArray(i, "value_latent_adam"), st.ValueAdamSteps[i][1])}
-		pi := wbc.State{Params: get(skillArray(i, "policy")),
-			Adam: adam(skillArray(i, "policy_adam"), st.PolicyAdamSteps[i][0]), LatentAdam: adam(skillArray(i, "policy_latent_adam"), st.PolicyAdamSteps[i][1])}
-		if err := t.values[i].Restore(v); err != nil {
-			return err
-		}
-		if err := t.policies[i].Restore(pi); err != nil {
-			return err
-		}
-		if err := t.srcs[i].UnmarshalBinary(st.RNG[i]); err != nil {
-			return fmt.Errorf("%w: generator of skill %d: %w", ErrResume, i, err)
-		}
+	if err := skillset.RestoreLearners(t.learners(), st, f.Float32); err != nil {
+		return fmt.Errorf("%w: %w", ErrResume, err)
 	}
-	s, err := StateFromArrays(f.Float32, f.Float64, f.Iteration, n, t.cfg.Policy.Latent, t.d.FeatureDim)
+	s, err := StateFromArrays(f.Float32, f.Float64, f.Iteration, t.cfg.Skills, t.cfg.Policy.Latent, t.d.FeatureDim)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,223 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/dualforce/dualforce/skills"
+)
+
+func init() {
+	register(command{name: "bank", summary: "work with skill banks (inspect: the latents and what evaluation measured of them)",
+		run: methods(bankUsage, "bank subcommand", map[string]runFunc{"inspect": runBankInspect})})
+}
+
+const bankUsage = `Usage: dualforce bank <subcommand> [flags] [arguments]
+
+Subcommands:
+  inspect <bank.npz>   check a skill bank and summarise its latents and their measurements
+`
+
+const bankInspectUsage = `Usage: dualforce bank inspect [--top N] <bank.npz>
+
+Reads a skill bank (format v1 or v2, checked as the runtime checks it) and prints:
+  the bank        producer, observation layout, slots, latents and their width, FRE encoder
+  measured        what 'dualforce eval --write-bank' stored: how many latents have an online
+                  return and its range, how many passed the filter (>= 50% of the
+                  SMODICE-expert's return), failed it or were not judged, every tag with its
+                  count, and per evaluation world the latents with a goal rate, their mean rate
+                  and how many reached the goal in >= 90% of their rollouts
+  per slot        latents, measured, passed, and the best online return with its latent
+  top latents     the first --top latents (0: all) in this order: measured and not filtered
+                  out, highest online return first (the first is the latent 'skillrt run'
+                  starts with); then those that failed the filter, highest return first; then
+                  the unmeasured ones in bank order. One row each: index, slot, iteration, name,
+                  sigmoid(mu), phi, online return, filter, tags, and the goal rate per world
+                  ("-": not measured)
+
+A bank that fails a check is reported with the reason and exit status 1.
+`
+
+func runBankInspect(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("bank inspect", bankInspectUsage, stderr)
+	top := fs.Int("top", 20, "latents to list (0: all)")
+	if err := parseFlags(fs, args, 1); err != nil {
+		return err
+	}
+	if *top < 0 {
+		return usagef("--top %d: want 0 (all) or more", *top)
+	}
+	b, err := skills.ReadBank(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "bank: %s\n", fs.Arg(0))
+	return writeBankSummary(stdout, b, *top)
+}
+
+// highGoalRate is the goal rate the summary counts latents at or above, the robustness
+// experiment's bar (issue 16, Q3).
+const highGoalRate = 0.9
+
+// writeBankSummary prints the bank's summary and its first top ranked latents (0: all).
+func writeBankSummary(w io.Writer, b *skills.Bank, top int) error {
+	fre := "none"
+	if b.FRE != nil {
+		fre = fmt.Sprintf("%d anchors in %d subsets", b.FRE.Anchors.Shape[0], b.FRE.Subsets)
+	}
+	fmt.Fprintf(w, "producer %q, layout %s, %d slots, %d latents of %d values, FRE encoder: %s\n",
+		b.Producer, b.Contract.Layout.Name, len(b.Slots), len(b.Latents), b.LatentDim, fre)
+
+	var returns []float64
+	passed, failed := 0, 0
+	tags := map[string]int{}
+	worlds := map[string][]float32{}
+	for _, l := range b.Latents {
+		in := l.Info
+		if in.OnlineReturn != nil {
+			returns = append(returns, *in.OnlineReturn)
+		}
+		if in.PassedFilter != nil {
+			if *in.PassedFilter {
+				passed++
+			} else {
+				failed++
+			}
+		}
+		for _, t := range in.Tags {
+			tags[t]++
+		}
+		for world, r := range in.GoalRate {
+			worlds[world] = append(worlds[world], r)
+		}
+	}
+	n := len(b.Latents)
+	if len(returns) == 0 {
+		fmt.Fprintln(w, "measured: no latent has an online return (the bank was not evaluated with --write-bank)")
+	} else {
+		slices.Sort(returns)
+		fmt.Fprintf(w, "measured: %d of %d latents have an online return (min %.2f, median %.2f, max %.2f); filter: %d passed, %d failed, %d not judged\n",
+			len(returns), n, returns[0], returns[len(returns)/2], returns[len(returns)-1], passed, failed, n-passed-failed)
+	}
+	if len(tags) > 0 {
+		var parts []string
+		for _, t := range slices.Sorted(maps.Keys(tags)) {
+			parts = append(parts, fmt.Sprintf("%s %d", t, tags[t]))
+		}
+		fmt.Fprintf(w, "tags: %s\n", strings.Join(parts, ", "))
+	}
+	worldNames := slices.Sorted(maps.Keys(worlds))
+	for _, world := range worldNames {
+		rates := worlds[world]
+		mean, high := 0.0, 0
+		for _, r := range rates {
+			mean += float64(r) / float64(len(rates))
+			if r >= float32(highGoalRate) {
+				high++
+			}
+		}
+		fmt.Fprintf(w, "goal rate in %s: %d latents measured, mean %.2f, %d at >= %.0f%%\n", world, len(rates), mean, high, 100*highGoalRate)
+	}
+
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "slot\tlatents\tmeasured\tpassed\tbest return")
+	for s := range b.Slots {
+		count, measured, ok, best := 0, 0, 0, -1
+		for i, l := range b.Latents {
+			if l.Info.Skill != s {
+				continue
+			}
+			count++
+			if r := l.Info.OnlineReturn; r != nil {
+				measured++
+				if best < 0 || *r > *b.Latents[best].Info.OnlineReturn {
+					best = i
+				}
+			}
+			if p := l.Info.PassedFilter; p != nil && *p {
+				ok++
+			}
+		}
+		bestText := "-"
+		if best >= 0 {
+			bestText = fmt.Sprintf("%.2f (latent %d)", *b.Latents[best].Info.OnlineReturn, best)
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%s\n", s, count, measured, ok, bestText)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	order := rankLatents(b.Latents)
+	if top > 0 && top < len(order) {
+		order = order[:top]
+	}
+	fmt.Fprintf(w, "top %d of %d latents:\n", len(order), n)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	header := []string{"latent", "slot", "iter", "name", "sigmoid(mu)", "phi", "return", "filter", "tags"}
+	for _, world := range worldNames {
+		header = append(header, "goal:"+world)
+	}
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for _, i := range order {
+		in := b.Latents[i].Info
+		row := []string{fmt.Sprint(i), fmt.Sprint(in.Skill), fmt.Sprint(in.Iteration), orDash(in.Name),
+			fmt.Sprintf("%.3f", in.SigmoidMu), fmt.Sprintf("%.3g", in.Phi), "-", "-", orDash(strings.Join(in.Tags, ","))}
+		if in.OnlineReturn != nil {
+			row[6] = fmt.Sprintf("%.2f", *in.OnlineReturn)
+		}
+		if p := in.PassedFilter; p != nil {
+			row[7] = map[bool]string{true: "passed", false: "failed"}[*p]
+		}
+		for _, world := range worldNames {
+			rate := "-"
+			if r, ok := in.GoalRate[world]; ok {
+				rate = fmt.Sprintf("%.2f", r)
+			}
+			row = append(row, rate)
+		}
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	}
+	return tw.Flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// rankLatents orders the latents' indices: measured and not filtered out by online return,
+// highest first; then those that failed the filter, highest return first; then the unmeasured
+// in bank order. Ties keep bank order, so the first is skills.Bank.Best's choice whenever a
+// latent is measured.
+func rankLatents(latents []skills.Latent) []int {
+	group := func(in skills.LatentInfo) int {
+		switch {
+		case in.OnlineReturn == nil:
+			return 2
+		case in.PassedFilter != nil && !*in.PassedFilter:
+			return 1
+		}
+		return 0
+	}
+	order := make([]int, len(latents))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		ia, ib := latents[a].Info, latents[b].Info
+		if c := cmp.Compare(group(ia), group(ib)); c != 0 || ia.OnlineReturn == nil {
+			return c
+		}
+		return cmp.Compare(*ib.OnlineReturn, *ia.OnlineReturn)
+	})
+	return order
+}
