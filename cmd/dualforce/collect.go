@@ -38,7 +38,10 @@ Tasks:
                rushed, stumbling and random
 
 Scales:
-  test    small (locomotion 2,000 + 8,000 transitions, navigation 3,600 + 3,600)
+  test    for tests (locomotion 2,000 + 8,000 transitions, navigation 3,600 + 3,600: six
+          expert episodes, too few to learn navigation from)
+  small   the shipped banks' navigation data, trainable on two cores (locomotion 25,000 +
+          100,000, navigation 20,000 + 23,000)
   paper   the paper's counts (locomotion 248,751 expert + 996,000 behaviour transitions,
           navigation 654,501 + 749,501)
 
@@ -49,7 +52,7 @@ before anything is collected (its directory is created at the write if it does n
 func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("collect", collectUsage, stderr)
 	task := fs.String("task", collect.TaskLocomotion, "task: locomotion or navigation")
-	scale := fs.String("scale", string(collect.ScaleTest), "dataset size: test or paper")
+	scale := fs.String("scale", string(collect.ScaleTest), "dataset size: test, small or paper")
 	seed := fs.Uint64("seed", 1, "master seed of every random choice")
 	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "simulators run in parallel (one per core)")
 	out := fs.String("out", "", "offline archive to write (default <task>.npz)")
