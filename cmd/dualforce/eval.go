@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dualforce/dualforce/sim"
@@ -40,7 +42,10 @@ distance matrix, and sets the filter: latents reaching --filter times its mean r
 With --fences (navigation), every latent also runs in the fenced worlds (obstacle_fence_left,
 obstacle_fence_right, obstacle_fenced: the way round the box blocked on one side or both) with
 the same rollouts, and eval.json records its goal rate per world. --max-latents N evaluates an
-even subsample of a large bank: equal shares per skill, spread over iterations.
+even subsample of a large bank: equal shares per skill, spread over iterations. --latents names
+the latents instead: indices (3,17,40) or "best", the one the runtime starts with (the highest
+return an earlier evaluation measured among latents that passed its filter); with --switching,
+the end-to-end check of the runtime on an evaluated bank.
 
 Every rollout is also described on ground truth: mean base height, forward, lateral and yaw
 velocity, time to the goal, the route past the box. A locomotion latent is tagged low, middle or
@@ -75,6 +80,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	noise := fs.Bool("noise", false, "simulate sensor noise (encoders, IMU, mocap)")
 	discount := fs.Float64("sf-discount", 1, "weight of state k in the online SFs is discount^k (1: the episode mean)")
 	fences := fs.Bool("fences", false, "navigation: also run every latent in the fenced worlds (left, right, both) and record goal rates per world")
+	latents := fs.String("latents", "", "evaluate these latents: comma-separated bank indices, or \"best\" (the runtime's start)")
 	maxLatents := fs.Int("max-latents", 0, "evaluate at most this many of the bank's latents, spread evenly over skills and iterations (0: all)")
 	paths := fs.Int("paths", 2, "rollouts per latent whose base path eval.json keeps (for dualforce report)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
@@ -88,6 +94,8 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return usagef("--rollouts %d, --workers %d: want at least 1 of each", *rollouts, *workers)
 	case *paths < 0 || *maxLatents < 0:
 		return usagef("--paths %d, --max-latents %d: want non-negative numbers", *paths, *maxLatents)
+	case *latents != "" && *maxLatents > 0:
+		return usagef("--latents and --max-latents: give one")
 	case *fences && *task != collect.TaskNavigation:
 		return usagef("--fences is the navigation robustness experiment")
 	case !(*seconds >= 0) || math.IsInf(*seconds, 0):
@@ -128,7 +136,10 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	subjects := eval.Subsample(eval.Latents(bank), *maxLatents)
+	subjects, err := chooseLatents(bank, *latents, *maxLatents)
+	if err != nil {
+		return err
+	}
 	if len(subjects) < len(bank.Latents) {
 		fmt.Fprintf(stdout, "evaluating %d of the bank's %d latents, spread over skills and iterations\n", len(subjects), len(bank.Latents))
 	}
@@ -270,4 +281,29 @@ func printEval(w io.Writer, res *eval.Result) {
 				s.Routes[behave.RouteLeft], s.Routes[behave.RouteRight], s.Routes[behave.RouteOver], len(s.Rollouts))
 		}
 	}
+}
+
+// chooseLatents is the subjects of an evaluation: the latents named in list (comma-separated
+// indices, or "best"), or else an even subsample of at most max latents (0: all).
+func chooseLatents(bank *skills.Bank, list string, max int) ([]eval.Subject, error) {
+	all := eval.Latents(bank)
+	if list == "" {
+		return eval.Subsample(all, max), nil
+	}
+	if list == "best" {
+		best, err := bank.Best()
+		if err != nil {
+			return nil, err
+		}
+		return []eval.Subject{all[best.Index]}, nil
+	}
+	var out []eval.Subject
+	for _, f := range strings.Split(list, ",") {
+		i, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || i < 0 || i >= len(all) {
+			return nil, usagef("--latents %q: %q is not a latent index of this bank (0 to %d) or \"best\"", list, f, len(all)-1)
+		}
+		out = append(out, all[i])
+	}
+	return out, nil
 }

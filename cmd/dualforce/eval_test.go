@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"image/png"
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -132,10 +134,51 @@ func TestEvalUsage(t *testing.T) {
 		{[]string{"eval", "--bank", navPath, "--task", "locomotion", "--quiet", "--out", dir}, 2, "cannot run the locomotion task"},
 		{[]string{"eval", "--bank", filepath.Join(dir, "missing.npz"), "--task", "navigation"}, 1, "missing.npz"},
 		{[]string{"eval", "--bank", navPath, "--task", "navigation", "--world", spaced, "--write-bank", filepath.Join(dir, "w.npz")}, 2, `"my obstacle"`},
+		{[]string{"eval", "--bank", navPath, "--task", "navigation", "--latents", "0", "--max-latents", "3"}, 2, "give one"},
+		{[]string{"eval", "--bank", navPath, "--task", "navigation", "--latents", "1", "--out", filepath.Join(dir, "l1")}, 2, `"1" is not a latent index of this bank (0 to 0)`},
+		{[]string{"eval", "--bank", navPath, "--task", "navigation", "--latents", "0,x", "--out", filepath.Join(dir, "lx")}, 2, `"x" is not a latent index`},
 	} {
 		code, _, stderr := dualforce(tc.args...)
 		if code != tc.code || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%q: exit %d, %q; want exit %d mentioning %q", tc.args, code, stderr, tc.code, tc.want)
 		}
+	}
+}
+
+func TestChooseLatents(t *testing.T) {
+	c := skillstest.Locomotion(t)
+	bank := skillstest.Constant(t, c, [skills.NumJoints]float32{})
+	one := bank.Latents[0]
+	for k := 1; k < 4; k++ {
+		l := one
+		l.Info.Iteration, l.Info.Name = k, ""
+		bank.Latents = append(bank.Latents, l)
+	}
+	ret := 5.0
+	bank.Latents[2].Info.OnlineReturn = &ret
+	indices := func(ss []eval.Subject) []int {
+		var out []int
+		for _, s := range ss {
+			out = append(out, s.Latent)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		list string
+		max  int
+		want []int
+	}{
+		{"", 0, []int{0, 1, 2, 3}},
+		{"", 2, []int{0, 3}},
+		{"3, 1", 0, []int{3, 1}},
+		{"best", 0, []int{2}},
+	} {
+		got, err := chooseLatents(bank, tc.list, tc.max)
+		if err != nil || !slices.Equal(indices(got), tc.want) {
+			t.Errorf("chooseLatents(%q, %d) = %v, %v; want %v", tc.list, tc.max, indices(got), err, tc.want)
+		}
+	}
+	if _, err := chooseLatents(bank, "4", 0); !errors.Is(err, errUsage) {
+		t.Errorf("index past the bank: %v", err)
 	}
 }
