@@ -46,6 +46,7 @@ func (c *Core) apply(in *Input, cmd *corebus.Command) (bool, string) {
 	case corebus.KindRecall:
 		return c.applyRecall(in.Now, &cmd.Recall)
 	case corebus.KindMode:
+		c.settling = false // the operator decides from here
 		return c.applyMode(in, cmd.Mode)
 	case corebus.KindEStop:
 		c.estop = true

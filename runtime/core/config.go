@@ -70,8 +70,13 @@ type Config struct {
 	Limits      Limits
 	// StandUp is how long the smooth move to the default pose takes.
 	StandUp time.Duration
-	// AutoRun starts the skill as soon as the robot stands; otherwise it holds until told to run.
+	// AutoRun starts the skill once the robot has stood and held the default pose for Settle;
+	// otherwise it holds until told to run.
 	AutoRun bool
+	// Settle is how long auto-run holds the default pose before running: the start that
+	// collection and evaluation give every skill (trainer/rig), so a skill starts as it was
+	// trained and measured.
+	Settle time.Duration
 	// Kp and Kd override the bank's PD gains when non-zero (joint side).
 	Kp, Kd float64
 	// Velocity is the locomotion command before any operator sends one; zero takes the command
@@ -116,6 +121,7 @@ func DefaultConfig(bank *skills.Bank) Config {
 		Index:             solo12.DefaultCalibration(),
 		Limits:            DefaultLimits(),
 		StandUp:           2 * time.Second,
+		Settle:            DefaultSettle,
 		StopDamping:       time.Second,
 		Switching:         DefaultSwitchConfig(),
 		Blend:             DefaultBlend,
@@ -128,6 +134,9 @@ const (
 	// DefaultBlend moves the targets to a new skill's over 300 ms: a tenth of a trot cycle
 	// per 30 ms, well inside the default slew limit, and short of the switch cooldown.
 	DefaultBlend = 300 * time.Millisecond
+	// DefaultSettle lets the robot come to rest in the default pose for 500 ms after standing
+	// up before a skill runs.
+	DefaultSettle = 500 * time.Millisecond
 	// DefaultRecallMaxDistance accepts a stored latent within 0.5 of a reward's encoding.
 	DefaultRecallMaxDistance = 0.5
 )
@@ -181,7 +190,7 @@ func (c *Config) validate() error {
 			return bad("non-finite offset, velocity or goal")
 		}
 	}
-	if c.StandUp <= 0 || c.StopDamping < 0 {
+	if c.StandUp <= 0 || c.StopDamping < 0 || c.Settle < 0 {
 		return bad("stand-up time must be positive and stop damping non-negative")
 	}
 	if c.Blend < 0 || !(c.RecallMaxDistance >= 0) || math.IsInf(c.RecallMaxDistance, 0) {

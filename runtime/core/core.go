@@ -129,6 +129,9 @@ type Core struct {
 	sawSensor bool
 	overruns  int
 	since     time.Duration // when the current phase started
+	// settling is the hold after the first stand-up that auto-run ends after cfg.Settle; any
+	// phase change or operator mode command ends it without running.
+	settling bool
 
 	standFrom [12]float64
 	// standLower and standUpper are the joint limits during stand-up: a robot that collapsed
@@ -314,7 +317,7 @@ func (c *Core) enter(p Phase, now time.Duration, reason string) {
 	if p == c.phase {
 		return
 	}
-	c.phase, c.since = p, now
+	c.phase, c.since, c.settling = p, now, false
 	c.share()
 	c.emit(corebus.Event{Kind: corebus.EventModeChange, Mode: p.Mode(), Reason: reason})
 }
@@ -394,12 +397,12 @@ func (c *Core) act(in *Input, out *Output, policyTick bool) {
 		c.track(cmd)
 		if s >= 1 {
 			c.hold(in.Now, reasonStood)
-			if c.cfg.AutoRun {
-				c.startRun(in.Now, reasonAutoRun)
-			}
+			c.settling = c.cfg.AutoRun
+			c.autoRun(in.Now)
 		}
 	case PhaseHold:
 		c.track(cmd)
+		c.autoRun(in.Now)
 	case PhaseRun:
 		if policyTick {
 			c.policyStep(in, out)
@@ -439,6 +442,13 @@ func (c *Core) hold(now time.Duration, reason string) {
 		c.held[j] = float64(pose[j])
 	}
 	c.enter(PhaseHold, now, reason)
+}
+
+// autoRun runs the skill once the hold after the first stand-up has lasted cfg.Settle.
+func (c *Core) autoRun(now time.Duration) {
+	if c.settling && now-c.since >= c.cfg.Settle {
+		c.startRun(now, reasonAutoRun)
+	}
 }
 
 func (c *Core) startRun(now time.Duration, reason string) {

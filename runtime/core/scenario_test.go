@@ -242,6 +242,7 @@ func newScenario(t testing.TB) *scenario {
 	s.cfg.Calibration = core.CalibrateOffsets
 	s.cfg.StandUp = 500 * time.Millisecond
 	s.cfg.AutoRun = true
+	s.cfg.Settle = 0 // the scenarios run from the stand-up's end unless they say "config settle="
 	s.cfg.Goal = [3]float64{3, 0, 0}
 	s.perc.Valid = true
 	s.wall(0)
@@ -425,6 +426,8 @@ func (s *scenario) directive(f []string) error {
 				s.cfg.Blend = d
 			case "stall":
 				s.cfg.Switching.StallAfter = d
+			case "settle":
+				s.cfg.Settle = d
 			case "cooldown":
 				s.cfg.Switching.Cooldown = d
 			case "skill":

@@ -19,10 +19,11 @@ import (
 const sessionID = 0xe7a1
 
 // Default timing of the run-up to a skill: the core's stand-up move, then how long it holds the
-// default pose before the operator's "run".
+// default pose before the operator's "run": the runtime's own auto-run settle, so that the
+// robot starts a skill as collection and evaluation did.
 const (
 	DefaultStandUp = 2 * time.Second
-	DefaultSettle  = 500 * time.Millisecond
+	DefaultSettle  = core.DefaultSettle
 )
 
 // Rig is one simulated Solo12 behind its master board, driven in lockstep by the runtime core:
