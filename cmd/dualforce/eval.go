@@ -141,7 +141,11 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	if len(subjects) < len(bank.Latents) {
-		fmt.Fprintf(stdout, "evaluating %d of the bank's %d latents, spread over skills and iterations\n", len(subjects), len(bank.Latents))
+		how := "spread over skills and iterations"
+		if *latents != "" {
+			how = "as --latents names them"
+		}
+		fmt.Fprintf(stdout, "evaluating %d of the bank's %d latents, %s\n", len(subjects), len(bank.Latents), how)
 	}
 	if *expertPath != "" {
 		expert, err := skills.ReadBank(*expertPath)
