@@ -23,7 +23,7 @@ FUZZTIME ?=
 BENCHTIME ?= 1s
 TEST_TIMEOUT ?= 20m
 
-.PHONY: help setup build test run bench fuzz lint clean
+.PHONY: help setup build test run banks bench fuzz lint clean
 
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 10
@@ -64,23 +64,24 @@ test: setup ## vet and run every test, including the privileged hardware-in-the-
 
 RUN_SECONDS ?= 0
 RUN_WORLD ?= flat
-# The interim bank of `make run`: behaviour cloning of the scripted expert trot, built on first
-# use (about 35 s on 2 idle cores) and kept in out/. Labelled "expert fit" and tagged "bc" inside
-# the bank. One OpenBLAS thread: more fight the Go scheduler for the two cores.
-RUN_BANK := out/bank.npz
+# The trained skill bank `make run` runs: the shipped Dual-Force bank of the world's task
+# (banks/, rebuilt from scratch by `make banks`), unless RUN_BANK names another.
+RUN_TASK := $(if $(filter obstacle%,$(RUN_WORLD)),navigation,locomotion)
+RUN_BANK ?= banks/$(RUN_TASK).npz
 
-run: setup build $(RUN_BANK) ## the main job: simulated Solo12 + the runtime running a skill bank (Ctrl-C stops)
-	@echo "make run: simulated Solo12 ($(RUN_WORLD)) <-UDP tunnel-> skillrt; MQTT on 127.0.0.1:1883 (bin/skillrt op --robot solo-sim watch), metrics on 127.0.0.1:9102"
+run: setup build ## the main job: simulated Solo12 + the runtime running a shipped skill bank (Ctrl-C stops)
+	@echo "make run: simulated Solo12 ($(RUN_WORLD)) <-UDP tunnel-> skillrt ($(RUN_BANK)); MQTT on 127.0.0.1:1883 (bin/skillrt op --robot solo-sim watch), metrics on 127.0.0.1:9102"
 	@bin/solo12sim --transport udp --listen 127.0.0.1:9750 --perception-addr 127.0.0.1:9751 --world $(RUN_WORLD) --stats 0 & sim=$$!; \
 	trap 'kill $$sim 2>/dev/null; wait $$sim 2>/dev/null' EXIT INT TERM; \
 	sleep 0.5; \
 	if [ "$(RUN_SECONDS)" != 0 ]; then limit="timeout --signal=INT --kill-after=5 $(RUN_SECONDS)"; fi; \
-	$$limit bin/skillrt run --config cmd/skillrt/sim.yaml --auto-run || [ $$? = 124 ]
+	$$limit bin/skillrt run --config cmd/skillrt/sim.yaml --bank $(RUN_BANK) --auto-run || [ $$? = 124 ]
 
-$(RUN_BANK):
-	@mkdir -p out/data
-	bin/dualforce collect --task locomotion --scale test --out out/data/locomotion.npz
-	OPENBLAS_NUM_THREADS=1 bin/dualforce fit bc --offline out/data/locomotion.npz --mode expert --steps 4000 --out $@
+# BANK_TASKS rebuilds only some of them (e.g. BANK_TASKS=locomotion); see banks/build.sh for
+# the steps and the sizes, and out/banks/<task> for the runs, their plots and eval.json.
+BANK_TASKS ?= locomotion navigation
+banks: setup build ## rebuild the shipped skill banks from scratch (data, SMODICE, FRE, Dual-Force, eval)
+	@for task in $(BANK_TASKS); do banks/build.sh $$task || exit 1; done
 
 bench: ## run every benchmark with allocation counts, and the runtime's 60 s real-time run
 	@$(MAKE) --no-print-directory setup EXTRA_APT_PACKAGES="$(BENCH_APT_PACKAGES)"
@@ -118,5 +119,5 @@ lint: setup ## gofmt, go vet and staticcheck
 	$(GO) vet $(PKGS)
 	$(GOBIN)/staticcheck $(PKGS)
 
-clean: ## remove build outputs (binaries, the run bank, recordings)
+clean: ## remove build outputs (binaries, bank-building runs, recordings)
 	rm -rf bin out

@@ -13,7 +13,7 @@ import (
 )
 
 func init() {
-	register(command{name: "fit", summary: "fit an interim skill bank (bc)", run: methods(fitUsage, "fit method", map[string]runFunc{"bc": runFitBC})})
+	register(command{name: "fit", summary: "fit a behaviour-cloning baseline bank (bc)", run: methods(fitUsage, "fit method", map[string]runFunc{"bc": runFitBC})})
 }
 
 const fitUsage = `Usage: dualforce fit <method> [flags]
@@ -26,9 +26,9 @@ const fitBCUsage = `Usage: dualforce fit bc --offline FILE --mode expert|<mode> 
 
 Clones, with uniform weights, the transitions of one behaviour of the offline dataset (a mode
 name from its manifest, or "expert" for the expert's) into the same policy head the trained
-banks use, and writes a one-latent bank named "<mode> fit" and tagged "bc": an interim bank
-for the runtime until a trained one exists, not a trained skill. The observation statistics
-are fitted on the whole offline set, as for training.
+banks use, and writes a one-latent bank named "<mode> fit" and tagged "bc": the behaviour-
+cloning baseline to evaluate the trained banks against, not a trained skill. The observation
+statistics are fitted on the whole offline set, as for training.
 `
 
 func runFitBC(ctx context.Context, args []string, stdout, stderr io.Writer) error {
