@@ -64,17 +64,21 @@ type Config struct {
 	Run     run.Settings `json:"-"`
 }
 
-// DefaultConfig is n = 3 with the spec's discriminator and SMODICE's learners, a 256-256
-// classifier (Adam 3e-4, 256 samples per skill, one step per iteration), the locomotion
-// constraint eps = 4, multipliers stepped at 0.05 within +-skillset.MuBound, Polyak floor 0.05, DISDAIN
-// off; 20000 iterations, checkpointed every 500.
+// DefaultConfig is n = 3 with the spec's discriminator and the SMODICE-expert's learners and
+// schedule (batch 1024, five value and five policy steps per skill and iteration, 2000
+// iterations checkpointed every 100: what Dual-Force runs, so the two compare on equal
+// terms), a 256-256 classifier (Adam 3e-4, 256 samples per skill, one step per iteration),
+// the locomotion constraint eps = 4, multipliers stepped at 0.05 within +-skillset.MuBound,
+// Polyak floor 0.05, DISDAIN off.
 func DefaultConfig() Config {
+	value, policy := dice.DefaultValueConfig(), wbc.DefaultConfig()
+	value.Batch, value.InitBatch, policy.Batch = 1024, 1024, 1024
 	return Config{
 		Seed: 1, Skills: 3, Disc: disc.DefaultConfig(), DiscSteps: 20000, HoldOut: 0.1,
-		Value: dice.DefaultValueConfig(), Policy: wbc.DefaultConfig(), ValueSteps: 1, PolicySteps: 1,
+		Value: value, Policy: policy, ValueSteps: 5, PolicySteps: 5,
 		ClassifierHidden: []int{256, 256}, ClassifierLR: 3e-4, ClassifierBatch: 256, ClassifierSteps: 1,
 		Epsilon: 4, MuLR: 0.05, MinAlpha: 0.05, Ensemble: 1,
-		Run: run.Settings{Iterations: 20000, CheckpointEvery: 500},
+		Run: run.Settings{Iterations: 2000, CheckpointEvery: 100},
 	}
 }
 

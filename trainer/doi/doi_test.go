@@ -50,6 +50,7 @@ func testConfig() Config {
 	cfg.Value.Batch, cfg.Value.InitBatch, cfg.Value.ChunkRows, cfg.Policy.Batch = 256, 128, 4096, 256
 	cfg.Value.LR, cfg.Policy.LR, cfg.ClassifierLR = 1e-3, 1e-3, 1e-3
 	cfg.ClassifierBatch, cfg.MuLR = 64, 0.2
+	cfg.ValueSteps, cfg.PolicySteps = 1, 1
 	cfg.Run = run.Settings{Iterations: 60, CheckpointEvery: 30}
 	return cfg
 }
