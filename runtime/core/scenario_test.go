@@ -30,6 +30,31 @@ var update = flag.Bool("update", false, "rewrite the golden files of the scenari
 // next to the script. go test -run TestScenarios -update rewrites the golden files; review the
 // diff before committing it.
 func TestScenarios(t *testing.T) {
+	eachScenario(t, func(t *testing.T, name, src, golden string) {
+		got := play(t, src)
+		// The core is deterministic: the same inputs give the same log, byte for byte.
+		if again := play(t, src); !bytes.Equal(got, again) {
+			t.Fatalf("two plays of %s differ:\n%s", name, lineDiff(string(got), string(again)))
+		}
+		if *update {
+			if err := os.WriteFile(golden, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		want, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatalf("%v (run with -update to create it)", err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from the golden file %s:\n%s", name, golden, lineDiff(string(want), string(got)))
+		}
+	})
+}
+
+// eachScenario runs f as a subtest for every script in testdata/scenarios, with the script's
+// name, its text and the path of its golden file.
+func eachScenario(t *testing.T, f func(t *testing.T, name, src, golden string)) {
 	scripts, err := filepath.Glob("testdata/scenarios/*.txt")
 	if err != nil || len(scripts) == 0 {
 		t.Fatalf("no scenario scripts: %v", err)
@@ -41,25 +66,7 @@ func TestScenarios(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := play(t, string(src))
-			// The core is deterministic: the same inputs give the same log, byte for byte.
-			if again := play(t, string(src)); !bytes.Equal(got, again) {
-				t.Fatalf("two plays of %s differ:\n%s", name, lineDiff(string(got), string(again)))
-			}
-			golden := strings.TrimSuffix(script, ".txt") + ".golden"
-			if *update {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s differs from the golden file %s:\n%s", name, golden, lineDiff(string(want), string(got)))
-			}
+			f(t, name, string(src), strings.TrimSuffix(script, ".txt")+".golden")
 		})
 	}
 }
@@ -68,28 +75,17 @@ func TestScenarios(t *testing.T) {
 // the bank's latents (dualforce eval --write-bank's way) and read back by LatentMeasures gives
 // its golden log, switches and their reported success rates included.
 func TestScenariosThroughTheBankFile(t *testing.T) {
-	scripts, err := filepath.Glob("testdata/scenarios/*.txt")
-	if err != nil || len(scripts) == 0 {
-		t.Fatalf("no scenario scripts: %v", err)
-	}
-	for _, script := range scripts {
-		name := strings.TrimSuffix(filepath.Base(script), ".txt")
-		t.Run(name, func(t *testing.T) {
-			src, err := os.ReadFile(script)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := os.ReadFile(strings.TrimSuffix(script, ".txt") + ".golden")
-			if err != nil {
-				t.Fatal(err)
-			}
-			s := newScenario(t)
-			s.viaBankFile = true
-			if got := s.play(string(src)); !bytes.Equal(got, want) {
-				t.Errorf("%s through the bank file differs from the golden file:\n%s", name, lineDiff(string(want), string(got)))
-			}
-		})
-	}
+	eachScenario(t, func(t *testing.T, name, src, golden string) {
+		want, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := newScenario(t)
+		s.viaBankFile = true
+		if got := s.play(src); !bytes.Equal(got, want) {
+			t.Errorf("%s through the bank file differs from the golden file:\n%s", name, lineDiff(string(want), string(got)))
+		}
+	})
 }
 
 // lineDiff lists the first lines that differ.

@@ -265,14 +265,7 @@ func TestWithOnlineResultsAndFilter(t *testing.T) {
 	if bank.Latents[0].Info.OnlineReturn != nil || !slices.Equal(bank.Latents[0].Info.Tags, []string{"bc", TagHigh}) {
 		t.Fatal("the original bank changed")
 	}
-	path := filepath.Join(t.TempDir(), "bank.npz")
-	if err := skills.WriteBank(path, out); err != nil {
-		t.Fatal(err)
-	}
-	back, err := skills.ReadBank(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	back := throughBankFile(t, out)
 	if !reflect.DeepEqual(back.Latents[0].Info, info) {
 		t.Fatalf("read back %+v, wrote %+v", back.Latents[0].Info, info)
 	}
@@ -304,14 +297,7 @@ func TestWithOnlineResultsWritesRouteAndGoalRates(t *testing.T) {
 	if bank.Latents[0].Info.GoalRate["obstacle_fenced"] != 0.9 {
 		t.Fatal("the original bank changed")
 	}
-	path := filepath.Join(t.TempDir(), "bank.npz")
-	if err := skills.WriteBank(path, out); err != nil {
-		t.Fatal(err)
-	}
-	back, err := skills.ReadBank(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	back := throughBankFile(t, out)
 	m := core.LatentMeasures(back)
 	if r := m.Route(0); r != corebus.RouteRight {
 		t.Errorf("route read back %v", r.Names())
@@ -358,4 +344,18 @@ func TestWritePNG(t *testing.T) {
 	if err := WritePNG(filepath.Join(dir, "empty.png"), &Result{}); err == nil {
 		t.Fatal("an empty result was drawn")
 	}
+}
+
+// throughBankFile writes b to a bank file and reads it back.
+func throughBankFile(t *testing.T, b *skills.Bank) *skills.Bank {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "bank.npz")
+	if err := skills.WriteBank(path, b); err != nil {
+		t.Fatal(err)
+	}
+	back, err := skills.ReadBank(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return back
 }
