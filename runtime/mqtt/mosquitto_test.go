@@ -41,10 +41,15 @@ func (m *mosquitto) watchLines(t testing.TB, topic, retained, want string) (read
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// The subscriber runs until the want line or the deadline; when the test ends first, the
+	// cleanup kills it, so no mosquitto_sub outlives the test binary.
+	t.Cleanup(cancel)
 	readyCh, foundCh := make(chan struct{}), make(chan bool, 1)
 	go func() {
-		defer cancel()
-		defer cmd.Wait()
+		defer func() {
+			cancel()
+			_ = cmd.Wait()
+		}()
 		subscribed := false
 		defer func() {
 			if !subscribed {
