@@ -1,6 +1,7 @@
 package skills
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -43,33 +44,54 @@ func (b *Bank) ByName(name string) (Skill, error) {
 	return Skill{}, fmt.Errorf("%w: name %q", ErrNoSkill, name)
 }
 
-// Best recalls the latent a runtime starts with when the operator names none:
-// of the latents an evaluation measured (online return recorded) and did not
-// filter out, the one with the highest online return (the first on ties);
-// in a bank nobody evaluated, the last latent of slot 0 (the latest skill
+// Best recalls the latent a runtime starts with when the operator names none: the first of
+// Ranked when an evaluation measured it and did not filter it out (the highest online return,
+// the first on ties); in a bank nobody evaluated, the last latent of slot 0 (the latest skill
 // that slot was trained under; a one-latent bank's only latent).
 func (b *Bank) Best() (Skill, error) {
+	if order := b.Ranked(); len(order) > 0 && rankGroup(b.Latents[order[0]].Info) == 0 {
+		return b.skill(order[0]), nil
+	}
 	best := -1
 	for i := range b.Latents {
-		info := &b.Latents[i].Info
-		if info.OnlineReturn == nil || (info.PassedFilter != nil && !*info.PassedFilter) {
-			continue
-		}
-		if best < 0 || *info.OnlineReturn > *b.Latents[best].Info.OnlineReturn {
+		if b.Latents[i].Info.Skill == 0 {
 			best = i
-		}
-	}
-	if best < 0 {
-		for i := range b.Latents {
-			if b.Latents[i].Info.Skill == 0 {
-				best = i
-			}
 		}
 	}
 	if best < 0 {
 		return Skill{}, fmt.Errorf("%w: the bank has no latent of slot 0", ErrNoSkill)
 	}
 	return b.skill(best), nil
+}
+
+// Ranked orders the latents' indices by what evaluation measured: those measured (online
+// return recorded) and not filtered out, highest return first; then those that failed the
+// filter, highest return first; then the unmeasured in bank order. Ties keep bank order.
+func (b *Bank) Ranked() []int {
+	order := make([]int, len(b.Latents))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(i, j int) int {
+		a, c := b.Latents[i].Info, b.Latents[j].Info
+		if g := cmp.Compare(rankGroup(a), rankGroup(c)); g != 0 || a.OnlineReturn == nil {
+			return g
+		}
+		return cmp.Compare(*c.OnlineReturn, *a.OnlineReturn)
+	})
+	return order
+}
+
+// rankGroup is a latent's group in Ranked: 0 measured and not filtered out, 1 filtered out,
+// 2 unmeasured.
+func rankGroup(in LatentInfo) int {
+	switch {
+	case in.OnlineReturn == nil:
+		return 2
+	case in.PassedFilter != nil && !*in.PassedFilter:
+		return 1
+	}
+	return 0
 }
 
 // ByTags returns every latent carrying all the given tags, in bank order.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -154,7 +153,7 @@ func writeBankSummary(w io.Writer, b *skills.Bank, top int) error {
 		return err
 	}
 
-	order := rankLatents(b.Latents)
+	order := b.Ranked()
 	if top > 0 && top < len(order) {
 		order = order[:top]
 	}
@@ -192,32 +191,4 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// rankLatents orders the latents' indices: measured and not filtered out by online return,
-// highest first; then those that failed the filter, highest return first; then the unmeasured
-// in bank order. Ties keep bank order, so the first is skills.Bank.Best's choice whenever a
-// latent is measured.
-func rankLatents(latents []skills.Latent) []int {
-	group := func(in skills.LatentInfo) int {
-		switch {
-		case in.OnlineReturn == nil:
-			return 2
-		case in.PassedFilter != nil && !*in.PassedFilter:
-			return 1
-		}
-		return 0
-	}
-	order := make([]int, len(latents))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int {
-		ia, ib := latents[a].Info, latents[b].Info
-		if c := cmp.Compare(group(ia), group(ib)); c != 0 || ia.OnlineReturn == nil {
-			return c
-		}
-		return cmp.Compare(*ib.OnlineReturn, *ia.OnlineReturn)
-	})
-	return order
 }

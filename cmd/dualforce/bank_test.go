@@ -122,9 +122,9 @@ func TestBankInspect(t *testing.T) {
 
 // The ranking puts measured latents that were not filtered out first (highest return, ties in
 // bank order: the latent Bank.Best picks), then the filtered out, then the unmeasured.
-func TestRankLatents(t *testing.T) {
+func TestRankedLatents(t *testing.T) {
 	b := measuredBank(t)
-	got := rankLatents(b.Latents)
+	got := b.Ranked()
 	if want := []int{3, 4, 5, 0, 2, 1, 6}; !slices.Equal(got, want) {
 		t.Fatalf("order %v, want %v", got, want)
 	}
