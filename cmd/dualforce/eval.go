@@ -45,7 +45,9 @@ the same rollouts, and eval.json records its goal rate per world. --max-latents 
 even subsample of a large bank: equal shares per skill, spread over iterations. --latents names
 the latents instead: indices (3,17,40) or "best", the one the runtime starts with (the highest
 return an earlier evaluation measured among latents that passed its filter); with --switching,
-the end-to-end check of the runtime on an evaluated bank.
+the end-to-end check of the runtime on an evaluated bank: every switch the core makes is kept
+in eval.json (when, where, from and to which latent, what was blocked, why that one) and the
+summary says how many rollouts switched and how those ended.
 
 Every rollout is also described on ground truth: mean base height, forward, lateral and yaw
 velocity, time to the goal, the route past the box. A locomotion latent is tagged low, middle or
@@ -283,6 +285,10 @@ func printEval(w io.Writer, res *eval.Result) {
 		if len(s.Routes) > 0 {
 			fmt.Fprintf(w, "%-24s routes past the box: left %d, right %d, over %d of %d rollouts\n", "",
 				s.Routes[behave.RouteLeft], s.Routes[behave.RouteRight], s.Routes[behave.RouteOver], len(s.Rollouts))
+		}
+		if sw := eval.SummariseSwitches(s.Rollouts); sw.Switches > 0 {
+			fmt.Fprintf(w, "%-24s switched in %d of %d rollouts (%d switches: obstacle %d, no progress %d); of those rollouts %d reached the goal, %d fell\n", "",
+				sw.Rollouts, len(s.Rollouts), sw.Switches, sw.Obstacle, sw.NoProgress, sw.Goal, sw.Fell)
 		}
 	}
 }

@@ -125,6 +125,11 @@ func (s *Summary) validate(dim int, filtered bool) error {
 		if !finite(ro.Return, ro.Descriptors.Height, ro.Descriptors.ForwardVel, ro.Descriptors.LateralVel, ro.Descriptors.YawRate) || !finite(ro.Psi...) {
 			return fmt.Errorf("rollout %d: non-finite return, SFs or descriptor", k)
 		}
+		for i, sw := range ro.Switches {
+			if !finite(sw.Time, sw.Pos[0], sw.Pos[1]) || sw.Time < 0 || sw.From < 0 || sw.To < 0 || sw.Considered < 0 {
+				return fmt.Errorf("rollout %d: switch %d at %v s, position %v, latents %d -> %d of %d considered", k, i, sw.Time, sw.Pos, sw.From, sw.To, sw.Considered)
+			}
+		}
 		if p := ro.Path; p != nil {
 			if len(p.X) != len(p.Y) || len(p.X) != len(p.Height) {
 				return fmt.Errorf("rollout %d: path of %d x, %d y, %d heights", k, len(p.X), len(p.Y), len(p.Height))

@@ -23,7 +23,8 @@ func smallResult() *Result {
 			{Label: "SMODICE-expert", Psi: []float64{0, 1}, GoalRate: 1, Passed: &pass, TimeToGoal: &t,
 				Rollouts: []Rollout{{Return: 2, GoalStep: 174, Psi: []float64{0, 1}, Path: &Path{X: []float64{0, 1}, Y: []float64{0, 0}, Height: []float64{0.24, 0.25}}}}},
 			{Label: "skill0-iter1", Skill: 0, Iteration: 1, Psi: []float64{1, 1}, Passed: &fail, WorldGoalRate: map[string]float64{"obstacle_fenced": 0.25},
-				Rollouts: []Rollout{{Return: 0.5, GoalStep: -1, Psi: []float64{1, 1}}}},
+				Rollouts: []Rollout{{Return: 0.5, GoalStep: -1, Psi: []float64{1, 1},
+					Switches: []Switch{{Time: 3, From: 1, To: 0, Trigger: "no_progress", Blocked: []string{"right"}, World: "obstacle_fence_right", Considered: 1, Chosen: "best measured success"}}}}},
 		},
 		Distances: [][]float64{{0, 1}, {1, 0}},
 	}
@@ -80,6 +81,8 @@ func TestDecodeResultRefuses(t *testing.T) {
 		{"unnamed world", "world \"\"", func(r *Result) { r.Subjects[1].WorldGoalRate[""] = 0.5 }},
 		{"negative time to goal", "time to goal", func(r *Result) { v := -1.0; r.Subjects[0].TimeToGoal = &v }},
 		{"filtered without a verdict", "filter verdict", func(r *Result) { r.Subjects[1].Passed = nil }},
+		{"switch before the skill started", "switch 0 at -1 s", func(r *Result) { r.Subjects[1].Rollouts[0].Switches[0].Time = -1 }},
+		{"switch to a negative latent", "latents 1 -> -2", func(r *Result) { r.Subjects[1].Rollouts[0].Switches[0].To = -2 }},
 		{"ragged path", "path of 2 x, 2 y, 1 heights", func(r *Result) { r.Subjects[0].Rollouts[0].Path.Height = []float64{1} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -115,6 +118,7 @@ func TestValidateRefusesNonFinite(t *testing.T) {
 		"descriptor": func(r *Result) { r.Subjects[1].Descriptors.Height = math.NaN() },
 		"path":       func(r *Result) { r.Subjects[0].Rollouts[0].Path.X[1] = math.NaN() },
 		"distance":   func(r *Result) { r.Distances[1][0] = math.NaN() },
+		"switch":     func(r *Result) { r.Subjects[1].Rollouts[0].Switches[0].Pos[0] = math.Inf(-1) },
 	} {
 		r := smallResult()
 		edit(r)

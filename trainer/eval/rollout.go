@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dualforce/dualforce/runtime/core"
+	"github.com/dualforce/dualforce/runtime/corebus"
 	"github.com/dualforce/dualforce/sim/behave"
 	"github.com/dualforce/dualforce/sim/robotboard"
 	"github.com/dualforce/dualforce/sim/worlds"
@@ -49,6 +50,8 @@ type Rollout struct {
 	Descriptors Descriptors `json:"descriptors"`
 	// Path is the base's way seen from above, kept for the first Config.Paths rollouts.
 	Path *Path `json:"path,omitempty"`
+	// Switches are the skill switches the core made by itself (Config.Switching), in order.
+	Switches []Switch `json:"switches,omitempty"`
 	// Trace holds the per-policy-tick series when Config.Traces is set.
 	Trace *Trace `json:"-"`
 }
@@ -64,6 +67,57 @@ type Trace struct {
 	LinVel    [][3]float64 // ground truth, base frame, m/s
 	EstLinVel [][3]float64 // the runtime estimator's, base frame, m/s
 	Phi       [][]float32  // features of the observation the policy saw (acting states only)
+}
+
+// Switch is one skill switch the core made by itself during a rollout: when, where, from which
+// latent to which, and the core's own account of why (corebus.SwitchReport).
+type Switch struct {
+	Time    float64    `json:"time"` // s since the skill started
+	Pos     [2]float64 `json:"pos"`  // base position (world, m) on ground truth
+	From    int        `json:"from"` // bank latents
+	To      int        `json:"to"`
+	Trigger string     `json:"trigger"` // obstacle or no_progress
+	Blocked []string   `json:"blocked,omitempty"`
+	// World is the fenced world whose measured goal rates ranked the Considered candidates.
+	World      string `json:"world,omitempty"`
+	Considered int    `json:"considered"`
+	Chosen     string `json:"chosen"`
+}
+
+// SwitchSummary counts what the core's own switches did over a latent's rollouts.
+type SwitchSummary struct {
+	Rollouts             int // rollouts with at least one switch
+	Switches             int
+	Obstacle, NoProgress int // switches by trigger
+	Goal, Fell           int // of the rollouts with a switch: reached the goal, fell
+}
+
+// SummariseSwitches counts the switches recorded in rollouts.
+func SummariseSwitches(rollouts []Rollout) SwitchSummary {
+	var s SwitchSummary
+	for k := range rollouts {
+		ro := &rollouts[k]
+		if len(ro.Switches) == 0 {
+			continue
+		}
+		s.Rollouts++
+		s.Switches += len(ro.Switches)
+		for _, sw := range ro.Switches {
+			switch sw.Trigger {
+			case corebus.TriggerObstacle.String():
+				s.Obstacle++
+			case corebus.TriggerNoProgress.String():
+				s.NoProgress++
+			}
+		}
+		if ro.GoalStep >= 0 {
+			s.Goal++
+		}
+		if ro.Fell {
+			s.Fell++
+		}
+	}
+	return s
 }
 
 // rolloutDraw is what rollout k draws from the master seed, the same for every latent.
@@ -113,6 +167,17 @@ func (j *job) run(ctx context.Context) (ro Rollout, err error) {
 
 	rec := newRecorder(j, &ro, layout)
 	steps := cfg.steps()
+	started := time.Duration(-1)
+	r.Driver.Observe = func(_ *core.Input, out *core.Output) {
+		if started < 0 && out.PolicyTick && r.Core.Phase() == core.PhaseRun {
+			started = r.Driver.Now()
+		}
+		for k := range out.Events {
+			if ev := &out.Events[k]; ev.Kind == corebus.EventSkillSwitch && ev.Switch.Trigger != corebus.TriggerNone {
+				ro.Switches = append(ro.Switches, rec.switched(ev, r.Driver.Now()-started))
+			}
+		}
+	}
 	err = r.RunSkill(ctx, cfg.Settle, steps, func(t *rig.Tick) (bool, error) {
 		base := r.Robot.Sim().Base()
 		st := behave.StateOf(&base, t.Time.Seconds())
@@ -237,6 +302,17 @@ func (r *recorder) act(obs []float32, est [3]float64) error {
 		r.trace.Phi = append(r.trace.Phi, append([]float32(nil), r.phi...))
 	}
 	return nil
+}
+
+// switched records a switch the core reported at time t into the skill.
+func (r *recorder) switched(ev *corebus.Event, t time.Duration) Switch {
+	pos := r.prev.Pos
+	return Switch{
+		Time: t.Seconds(), Pos: [2]float64{pos[0], pos[1]},
+		From: ev.From.Index, To: ev.To.Index,
+		Trigger: ev.Switch.Trigger.String(), Blocked: ev.Switch.Blocked.Names(),
+		World: ev.Switch.World, Considered: ev.Switch.Considered, Chosen: ev.Switch.Chosen,
+	}
 }
 
 func (r *recorder) finish() {

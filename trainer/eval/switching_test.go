@@ -3,6 +3,7 @@ package eval
 import (
 	"context"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -103,5 +104,46 @@ func TestHundredForcedSwitchesDoNotFell(t *testing.T) {
 		switches, interval, blended, core.DefaultBlend, unblended, core.DefaultMaxTargetRate, fellRaw, faultRaw)
 	if unblended <= blended {
 		t.Errorf("blending did not lower the largest target step: %.5f blended, %.5f unblended", blended, unblended)
+	}
+}
+
+// With switching on, a rollout records each switch the core made by itself: a standing skill
+// tagged "right" makes no progress in the world fenced on the right, the core gives up on it
+// after the stall time and runs the skill tagged "left", and the rollout says when, from which
+// latent to which, and why.
+func TestSwitchingRolloutRecordsTheSwitch(t *testing.T) {
+	bank, cfg := stillNavigation(t, 1, 5)
+	var still [skills.NumJoints]float32
+	two := skillstest.ConstantSlots(t, bank.Contract, still, still)
+	two.Latents[0].Info.Tags, two.Latents[1].Info.Tags = []string{"right"}, []string{"left"}
+	cfg.Switching, cfg.StartYaw = true, 0
+	cfg.Task.World = core.WorldFenceRight
+	for _, on := range []bool{false, true} {
+		c := cfg
+		c.Switching = on
+		res, err := Evaluate(t.Context(), c, []Subject{{Label: "right", Bank: two, Latent: 0}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := res.Subjects[0].Rollouts[0].Switches
+		if !on {
+			if len(got) != 0 {
+				t.Fatalf("switching off: %d switches recorded: %+v", len(got), got)
+			}
+			continue
+		}
+		if len(got) == 0 {
+			t.Fatal("switching on: the standing skill was never switched away from")
+		}
+		sw := got[0]
+		t.Logf("first switch: %+v", sw)
+		if sum := SummariseSwitches(res.Subjects[0].Rollouts); sum.Rollouts != 1 || sum.Switches != len(got) || sum.NoProgress == 0 || sum.Goal != 0 {
+			t.Errorf("summary %+v of %d switches by the standing robot", sum, len(got))
+		}
+		stall := core.DefaultSwitchConfig().StallAfter.Seconds()
+		if sw.From != 0 || sw.To != 1 || sw.Trigger != corebus.TriggerNoProgress.String() || !slices.Contains(sw.Blocked, "right") ||
+			sw.World != core.WorldFenceRight || sw.Considered != 1 || sw.Chosen == "" || sw.Time < stall || sw.Time > stall+0.5 {
+			t.Fatalf("first switch %+v: want latent 0 -> 1 on no_progress after about %v s, right blocked, ranked in %s, 1 candidate, a reason", sw, stall, core.WorldFenceRight)
+		}
 	}
 }
