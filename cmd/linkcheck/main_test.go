@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/dualforce/dualforce/hw/board"
+	"github.com/dualforce/dualforce/hw/board/boardtest"
 	"github.com/dualforce/dualforce/hw/board/server"
 	"github.com/dualforce/dualforce/hw/link"
 )
@@ -34,14 +35,7 @@ func TestUsage(t *testing.T) {
 // serveBoard runs an emulated board (motors align in 50 ms) on conn until the test ends.
 func serveBoard(t *testing.T, conn link.Conn, opts server.Options) {
 	t.Helper()
-	plant, err := board.NewFirstOrderPlant(board.FirstOrderConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := board.New(board.Config{AlignmentTicks: 50}, plant)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := boardtest.FirstOrder(t, board.Config{AlignmentTicks: 50})
 	srv := server.New(b, conn, opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/dualforce/dualforce/hw/board"
+	"github.com/dualforce/dualforce/hw/board/boardtest"
 	"github.com/dualforce/dualforce/runtime/app"
 	"github.com/dualforce/dualforce/runtime/config"
 	"github.com/dualforce/dualforce/runtime/core"
@@ -130,14 +131,7 @@ func freeLoopbackAddr(t *testing.T) string {
 // it stands the robot up, runs the skill for the given time, and returns the recording's files.
 func recordRun(t *testing.T, bankPath, recDir string, running time.Duration) []string {
 	t.Helper()
-	plant, err := board.NewFirstOrderPlant(board.FirstOrderConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := board.New(board.Config{}, plant)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := boardtest.FirstOrder(t, board.Config{})
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	cfg := config.Default()

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/dualforce/dualforce/hw/board"
+	"github.com/dualforce/dualforce/hw/board/boardtest"
 	"github.com/dualforce/dualforce/hw/board/server"
 	"github.com/dualforce/dualforce/hw/link"
 	"github.com/dualforce/dualforce/hw/proto"
@@ -20,24 +21,10 @@ type rig struct {
 	srv      *server.Server
 }
 
-// newBoard is an emulated board with a first-order plant.
-func newBoard(t testing.TB, cfg board.Config) *board.Board {
-	t.Helper()
-	plant, err := board.NewFirstOrderPlant(board.FirstOrderConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := board.New(cfg, plant)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // startBoard runs a board with a first-order plant behind a pipe until the test ends.
 func startBoard(t testing.TB, cfg board.Config, opts server.Options) *rig {
 	t.Helper()
-	b := newBoard(t, cfg)
+	b := boardtest.FirstOrder(t, cfg)
 	h, be := link.Pipe()
 	srv := server.New(b, be, opts)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dualforce/dualforce/hw/board"
+	"github.com/dualforce/dualforce/hw/board/boardtest"
 	"github.com/dualforce/dualforce/hw/board/server"
 	"github.com/dualforce/dualforce/hw/clock"
 	"github.com/dualforce/dualforce/hw/host"
@@ -27,7 +28,7 @@ const hilPriority = 30
 func serveBoard(tb testing.TB, conn *link.Ethernet, cfg board.Config, lockstep bool, priority int) *server.Server {
 	tb.Helper()
 	log, _ := newLogger()
-	srv := server.New(newBoard(tb, cfg), conn, server.Options{MAC: conn.LocalMAC(), Lockstep: lockstep, Priority: priority, Logger: log})
+	srv := server.New(boardtest.FirstOrder(tb, cfg), conn, server.Options{MAC: conn.LocalMAC(), Lockstep: lockstep, Priority: priority, Logger: log})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()

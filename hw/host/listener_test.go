@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 
 	"github.com/dualforce/dualforce/hw/board"
+	"github.com/dualforce/dualforce/hw/board/boardtest"
 	"github.com/dualforce/dualforce/hw/board/server"
 	"github.com/dualforce/dualforce/hw/host"
 	"github.com/dualforce/dualforce/hw/link"
@@ -31,7 +32,7 @@ func newFeed(t *testing.T, lost func([]byte) bool) *feed {
 	t.Cleanup(func() { listenEnd.Close(); boardEnd.Close() })
 	log, _ := newLogger()
 	l := host.New(listenEnd, host.Config{Interface: "pipe", Logger: log})
-	return &feed{t: t, b: newBoard(t, board.Config{}), end: boardEnd, l: l, lost: lost}
+	return &feed{t: t, b: boardtest.FirstOrder(t, board.Config{}), end: boardEnd, l: l, lost: lost}
 }
 
 // tick hands the board payload (if any), runs one tick and passes on what the board sends.

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dualforce/dualforce/hw/board"
+	"github.com/dualforce/dualforce/hw/board/boardtest"
 	"github.com/dualforce/dualforce/runtime/config"
 	"github.com/dualforce/dualforce/runtime/mqtt"
 	"github.com/dualforce/dualforce/runtime/mqtt/mqtttest"
@@ -220,7 +222,7 @@ func startFleetRobot(t *testing.T, ctx context.Context, id string, broker *mqttt
 	cfg.RobotID = id
 	cfg.Transport = config.Transport{Kind: config.TransportPipe}
 	externalBroker(t, &cfg, broker, mqtttest.Robot(id))
-	rt, err := Start(ctx, cfg, Options{AutoRun: true, Board: emulatedBoard(t), Logger: log.With("robot", id)})
+	rt, err := Start(ctx, cfg, Options{AutoRun: true, Board: boardtest.FirstOrder(t, board.Config{}), Logger: log.With("robot", id)})
 	if err != nil {
 		t.Fatal(err)
 	}

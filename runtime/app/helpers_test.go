@@ -20,6 +20,7 @@ import (
 	paho "github.com/eclipse/paho.mqtt.golang"
 
 	"github.com/dualforce/dualforce/hw/board"
+	"github.com/dualforce/dualforce/hw/board/boardtest"
 	"github.com/dualforce/dualforce/hw/board/server"
 	"github.com/dualforce/dualforce/hw/link"
 	"github.com/dualforce/dualforce/runtime/config"
@@ -136,20 +137,6 @@ type harness struct {
 	timing  *driver.Timing
 }
 
-// emulatedBoard is the emulated master board with the first-order motor plant.
-func emulatedBoard(t testing.TB) *board.Board {
-	t.Helper()
-	plant, err := board.NewFirstOrderPlant(board.FirstOrderConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := board.New(board.Config{}, plant)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func startHarness(t testing.TB, cfg config.Config, opts Options) *harness {
 	t.Helper()
 	level := slog.LevelInfo
@@ -157,7 +144,7 @@ func startHarness(t testing.TB, cfg config.Config, opts Options) *harness {
 		level = slog.LevelWarn // a benchmark prints its log even when it passes
 	}
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: level}))
-	b := emulatedBoard(t)
+	b := boardtest.FirstOrder(t, board.Config{})
 	boardConn, err := link.ListenUDP("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dualforce/dualforce/hw/board"
+	"github.com/dualforce/dualforce/hw/board/boardtest"
 	"github.com/dualforce/dualforce/runtime/config"
 	"github.com/dualforce/dualforce/runtime/core"
 	"github.com/dualforce/dualforce/runtime/driver"
@@ -29,7 +31,7 @@ func TestNewCoreStartsWithTheConfiguredGoal(t *testing.T) {
 		t.Fatal(err)
 	}
 	const x, y, yaw = 0.5, -0.25, 0.2 // where the robot stands, as perception reports it
-	d := &driver.Lockstep{Core: c, Board: emulatedBoard(t), SessionID: 0x601,
+	d := &driver.Lockstep{Core: c, Board: boardtest.FirstOrder(t, board.Config{}), SessionID: 0x601,
 		Perception: func(_ time.Duration, p *core.Perception) {
 			p.Valid, p.Position, p.Yaw = true, [3]float64{x, y, 0.24}, yaw
 		}}

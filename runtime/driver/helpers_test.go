@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/dualforce/dualforce/hw/board"
+	"github.com/dualforce/dualforce/hw/board/boardtest"
 	"github.com/dualforce/dualforce/runtime/core"
 	"github.com/dualforce/dualforce/runtime/corebus"
 	"github.com/dualforce/dualforce/skills"
@@ -31,14 +32,7 @@ type rig struct {
 
 func newRig(t testing.TB, bank *skills.Bank, tweak func(*core.Config)) *rig {
 	t.Helper()
-	plant, err := board.NewFirstOrderPlant(board.FirstOrderConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := board.New(board.Config{}, plant)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := boardtest.FirstOrder(t, board.Config{})
 	loaded, err := core.Load(bank, "test.npz", 1)
 	if err != nil {
 		t.Fatal(err)

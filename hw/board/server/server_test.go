@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dualforce/dualforce/hw/board"
+	"github.com/dualforce/dualforce/hw/board/boardtest"
 	"github.com/dualforce/dualforce/hw/board/server"
 	"github.com/dualforce/dualforce/hw/link"
 	"github.com/dualforce/dualforce/hw/proto"
@@ -26,14 +27,7 @@ type running struct {
 
 func start(t *testing.T, cfg board.Config, opts server.Options) *running {
 	t.Helper()
-	plant, err := board.NewFirstOrderPlant(board.FirstOrderConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := board.New(cfg, plant)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := boardtest.FirstOrder(t, cfg)
 	h, be := link.Pipe()
 	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	r := &running{host: h, srv: server.New(b, be, opts), done: make(chan error, 1)}
@@ -179,8 +173,7 @@ func TestRealtime(t *testing.T) {
 
 func TestClosedLinkEndsRun(t *testing.T) {
 	for _, lockstep := range []bool{false, true} {
-		plant, _ := board.NewFirstOrderPlant(board.FirstOrderConfig{})
-		b, _ := board.New(board.Config{}, plant)
+		b := boardtest.FirstOrder(t, board.Config{})
 		h, be := link.Pipe()
 		srv := server.New(b, be, server.Options{Lockstep: lockstep})
 		done := make(chan error, 1)
