@@ -61,6 +61,9 @@ type Adapter struct {
 	// the run loop publishes them.
 	outbox *corebus.Ring[message]
 	recent recentIDs
+	// recalls queues recall commands for offerRecalls: the core FRE-encodes a recall in the
+	// offering goroutine (tens of ms), which must not be the one that delivers an e-stop.
+	recalls chan corebus.Command
 
 	commandsDropped atomic.Uint64
 	publishDropped  atomic.Uint64
@@ -118,6 +121,7 @@ func New(cfg Config, core Core) (*Adapter, error) {
 		log:       cfg.Logger.With("component", "mqtt", "robot", cfg.RobotID),
 		outbox:    corebus.NewRing[message](256),
 		recent:    newRecentIDs(256),
+		recalls:   make(chan corebus.Command, recallQueue),
 	}
 	if cfg.Heartbeat > 0 {
 		a.deadman = newDeadman(cfg.Heartbeat, a.operatorSilent)
@@ -132,6 +136,12 @@ func (a *Adapter) Run(ctx context.Context) {
 	if a.deadman != nil {
 		defer a.deadman.stop()
 	}
+	recalling := make(chan struct{})
+	defer func() { <-recalling }()
+	go func() {
+		defer close(recalling)
+		a.offerRecalls(ctx)
+	}()
 	st := &loopState{}
 	bo := backoff{Backoff: a.cfg.Backoff}
 	for {
@@ -489,11 +499,36 @@ func (a *Adapter) handle(route string, payload []byte, retained bool, now time.T
 		err = a.admit(&cmd)
 	}
 	if err != nil {
-		a.log.Info("command rejected", "route", route, "id", cmd.ID, "err", err)
-		if cmd.ReplyTo != "" {
-			a.enqueue(cmd.ReplyTo, 1, Reply{ID: cmd.ID, OK: false, Error: err.Error()})
+		a.reject(route, &cmd, now, err)
+	}
+}
+
+// reject tells the operator why a command was not queued: a reply if it asked for one, and an
+// event.
+func (a *Adapter) reject(route string, cmd *corebus.Command, now time.Time, err error) {
+	a.log.Info("command rejected", "route", route, "id", cmd.ID, "err", err)
+	if cmd.ReplyTo != "" {
+		a.enqueue(cmd.ReplyTo, 1, Reply{ID: cmd.ID, OK: false, Error: err.Error()})
+	}
+	a.enqueue(a.topics.Topic(TopicEvents), 1, rejection(now, route, cmd.ID, err))
+}
+
+// recallQueue is how many recalls may wait for their encoding; more are refused as busy (an
+// operator does not send recalls faster than a few per second).
+const recallQueue = 4
+
+// offerRecalls hands queued recalls to the core, one at a time, until ctx is done.
+func (a *Adapter) offerRecalls(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case cmd := <-a.recalls:
+			if !a.core.OfferCommand(cmd) {
+				a.commandsDropped.Add(1)
+				a.reject(RouteRecall, &cmd, time.Now(), fmt.Errorf("%w: command queue full", ErrBusy))
+			}
 		}
-		a.enqueue(a.topics.Topic(TopicEvents), 1, rejection(now, route, cmd.ID, err))
 	}
 }
 
@@ -509,7 +544,14 @@ func (a *Adapter) admit(cmd *corebus.Command) error {
 			return fmt.Errorf("%w: no operator heartbeat within %v", ErrOperatorAbsent, a.cfg.Heartbeat)
 		}
 	}
-	if !a.core.OfferCommand(*cmd) {
+	if cmd.Kind == corebus.KindRecall {
+		select {
+		case a.recalls <- *cmd:
+		default:
+			a.commandsDropped.Add(1)
+			return fmt.Errorf("%w: %d recalls already wait for their encoding", ErrBusy, recallQueue)
+		}
+	} else if !a.core.OfferCommand(*cmd) {
 		a.commandsDropped.Add(1)
 		return fmt.Errorf("%w: command queue full", ErrBusy)
 	}

@@ -9,8 +9,10 @@ import "github.com/dualforce/dualforce/runtime/corebus"
 // CommandSink takes validated commands; the core drains them at its next
 // policy tick. OfferCommand must never block: it reports false when the
 // queue is full. It is called from several goroutines. (runtime/core's
-// FRE-encodes a recall outside the bank's features before queueing it: a few
-// milliseconds of the caller's time, never the control loop's.)
+// FRE-encodes a recall outside the bank's features before queueing it: tens
+// of milliseconds of the caller's time, never the control loop's. The adapter
+// offers recalls from a goroutine of their own so that the commands behind a
+// recall, an e-stop above all, are not held up by its encoding.)
 type CommandSink interface {
 	OfferCommand(corebus.Command) bool
 }
