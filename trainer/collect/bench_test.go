@@ -2,8 +2,14 @@ package collect
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/dualforce/dualforce/sim/behave"
+	"github.com/dualforce/dualforce/sim/gait"
 )
 
 // paperTransitions are the paper's sets: locomotion 248,751 expert + 996,000 behaviour,
@@ -34,4 +40,60 @@ func BenchmarkCollect(b *testing.B) {
 			b.ReportMetric(float64(paperTransitions[task])/rate/60, "min/paper-set")
 		})
 	}
+}
+
+// BenchmarkOverRouteBoxHeight measures how reliably the scripted navigation expert crosses the
+// box on its "over" route as the box grows: one episode of the over mode per iteration in the
+// obstacle world with the box raised to each height, reporting the share that reached the goal
+// by going over the box without a fall, and the share the gait gave up on (a foot target on the
+// box out of the leg's reach) (-benchtime 50x: 50 episodes per height).
+func BenchmarkOverRouteBoxHeight(b *testing.B) {
+	for _, height := range []float64{0.05, 0.06, 0.07, 0.08, 0.09, 0.10} {
+		b.Run(fmt.Sprintf("box=%.2fm", height), func(b *testing.B) {
+			p, err := NewPlan(TaskNavigation, ScaleTest, 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sc, box := *p.scenario, *p.scenario.Box
+			box.Height = height
+			sc.Box, p.scenario = &box, &sc
+			over := slices.IndexFunc(p.Modes, func(m Mode) bool { return m.Name == string(behave.RouteOver) })
+			var outcomes [3]int
+			j := 0
+			for b.Loop() {
+				o, err := crossOver(p, over, j)
+				if err != nil {
+					b.Fatal(err)
+				}
+				outcomes[o]++
+				j++
+			}
+			b.ReportMetric(float64(outcomes[crossed])/float64(j), "crossed/episode")
+			b.ReportMetric(float64(outcomes[unreachable])/float64(j), "unreachable/episode")
+		})
+	}
+}
+
+// How an episode on the over route ended.
+type overOutcome int
+
+const (
+	failed      overOutcome = iota // fell, went round, or did not reach the goal
+	crossed                        // reached the goal over the box without a fall
+	unreachable                    // the gait could not place a foot on the box
+)
+
+// crossOver runs episode j of mode m. (Classifying the error here, not in the b.Loop body:
+// errors.Is in a switch inside that loop crashes the go1.26.8 compiler.)
+func crossOver(p *Plan, m, j int) (overOutcome, error) {
+	r, err := run(context.Background(), p, p.episode(m, j))
+	switch {
+	case errors.Is(err, gait.ErrUnreachable):
+		return unreachable, nil
+	case err != nil:
+		return failed, err
+	case r.reachedAt >= 0 && r.route == behave.RouteOver && !r.fell:
+		return crossed, nil
+	}
+	return failed, nil
 }
