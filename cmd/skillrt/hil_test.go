@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dualforce/dualforce/hw/clock/clocktest"
 	"github.com/dualforce/dualforce/hw/link/linktest"
 	"github.com/dualforce/dualforce/runtime/app"
 	"github.com/dualforce/dualforce/runtime/config"
@@ -19,6 +20,9 @@ import (
 	"github.com/dualforce/dualforce/skills"
 	"github.com/dualforce/dualforce/skills/skillstest"
 )
+
+// TestMain lets clocktest.KeepAwake start this test binary as its CPU spinner.
+func TestMain(m *testing.M) { clocktest.Main(m) }
 
 // realtimeSeconds is how long the run lasts: 10 s in the suite, longer with
 // DUALFORCE_REALTIME_SECONDS (make bench runs 60).
@@ -38,6 +42,7 @@ func realtimeSeconds(t *testing.T) time.Duration {
 // namespaces, over raw AF_PACKET sockets, against the simulated Solo12 in real time (MuJoCo at
 // the cards' 10 kHz PD) on the other end: stand up, then run a skill that holds the pose.
 func TestRuntimeRealtimeOverEthernet(t *testing.T) {
+	clocktest.KeepAwake(t) // first, before the simulator and the runtime raise their threads
 	a, b := linktest.VethPair(t)
 	boardConn, hostConn := a.OpenEthernet(t), b.OpenEthernet(t)
 

@@ -22,6 +22,7 @@ Usage:
   skillrt config                                             print an example config with every default
   skillrt op list|switch|mode|stop|estop|clear|watch ...     operator commands over MQTT (skillrt op --help)
   skillrt replay [--bank B] flight-*.mcap ...                re-run the core on a recording; report the first divergence
+  skillrt keep-awake [--cpus 0,1]                            keep CPUs from idling (a VM's wake-up latency; skillrt keep-awake --help)
 
 The config (YAML, unknown keys are errors) names the robot, the bank, the link (ethernet to the
 real board, udp to the simulator or the board emulator), calibration, safety limits, the slider
@@ -55,6 +56,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return opCmd(ctx, args[1:], stdout, stderr)
 	case "replay":
 		return replayCmd(args[1:], stdout, stderr)
+	case "keep-awake":
+		return keepAwakeCmd(ctx, args[1:], stderr)
 	}
 	fmt.Fprintf(stderr, "skillrt: unknown command %q\n\n%s", args[0], usage)
 	return 2

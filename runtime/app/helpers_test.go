@@ -22,6 +22,7 @@ import (
 	"github.com/dualforce/dualforce/hw/board"
 	"github.com/dualforce/dualforce/hw/board/boardtest"
 	"github.com/dualforce/dualforce/hw/board/server"
+	"github.com/dualforce/dualforce/hw/clock/clocktest"
 	"github.com/dualforce/dualforce/hw/link"
 	"github.com/dualforce/dualforce/runtime/config"
 	"github.com/dualforce/dualforce/runtime/core"
@@ -83,6 +84,9 @@ func waitFor(t testing.TB, limit time.Duration, what string, cond func() bool) {
 	}
 }
 
+// TestMain lets clocktest.KeepAwake start this test binary as its CPU spinner.
+func TestMain(m *testing.M) { clocktest.Main(m) }
+
 // The robot of the MQTT tests, and its topics.
 const (
 	testRobot = "solo-test"
@@ -139,6 +143,8 @@ type harness struct {
 
 func startHarness(t testing.TB, cfg config.Config, opts Options) *harness {
 	t.Helper()
+	// First, before any thread of this process is real-time: a VM's idle CPUs wake up late.
+	clocktest.KeepAwake(t)
 	level := slog.LevelInfo
 	if _, bench := t.(*testing.B); bench {
 		level = slog.LevelWarn // a benchmark prints its log even when it passes
