@@ -267,6 +267,20 @@ func printWorldGoalRates(w io.Writer, res *eval.Result, runs []eval.WorldRun) {
 		}
 		fmt.Fprintln(w)
 	}
+	for i, s := range res.Subjects {
+		for _, r := range runs {
+			if sw := r.Switches[i]; sw.Switches > 0 {
+				fmt.Fprintf(w, "%-24s %s: ", s.Label, r.World)
+				printSwitches(w, sw, res.Rollouts)
+			}
+		}
+	}
+}
+
+// printSwitches is one latent's switching in one world, for the --switching summaries.
+func printSwitches(w io.Writer, sw eval.SwitchSummary, rollouts int) {
+	fmt.Fprintf(w, "switched in %d of %d rollouts (%d switches: obstacle %d, no progress %d); of those rollouts %d reached the goal, %d fell\n",
+		sw.Rollouts, rollouts, sw.Switches, sw.Obstacle, sw.NoProgress, sw.Goal, sw.Fell)
 }
 
 func printEval(w io.Writer, res *eval.Result) {
@@ -287,8 +301,8 @@ func printEval(w io.Writer, res *eval.Result) {
 				s.Routes[behave.RouteLeft], s.Routes[behave.RouteRight], s.Routes[behave.RouteOver], len(s.Rollouts))
 		}
 		if sw := eval.SummariseSwitches(s.Rollouts); sw.Switches > 0 {
-			fmt.Fprintf(w, "%-24s switched in %d of %d rollouts (%d switches: obstacle %d, no progress %d); of those rollouts %d reached the goal, %d fell\n", "",
-				sw.Rollouts, len(s.Rollouts), sw.Switches, sw.Obstacle, sw.NoProgress, sw.Goal, sw.Fell)
+			fmt.Fprintf(w, "%-24s ", "")
+			printSwitches(w, sw, len(s.Rollouts))
 		}
 	}
 }

@@ -18,6 +18,8 @@ type WorldRun struct {
 	PolicySteps int
 	Ticks       int
 	Seconds     float64
+	// Switches sums up, per subject, the skill switches the core made there (Config.Switching).
+	Switches []SwitchSummary
 }
 
 // Robustness evaluates the subjects of res (the same subjects, in the same order) in each of
@@ -45,7 +47,11 @@ func Robustness(ctx context.Context, cfg Config, subjects []Subject, res *Result
 			}
 			res.Subjects[i].WorldGoalRate[name] = r.Subjects[i].GoalRate
 		}
-		runs = append(runs, WorldRun{World: name, PolicySteps: r.PolicySteps, Ticks: r.Ticks, Seconds: r.Seconds})
+		run := WorldRun{World: name, PolicySteps: r.PolicySteps, Ticks: r.Ticks, Seconds: r.Seconds}
+		for i := range r.Subjects {
+			run.Switches = append(run.Switches, SummariseSwitches(r.Subjects[i].Rollouts))
+		}
+		runs = append(runs, run)
 	}
 	return runs, nil
 }

@@ -118,12 +118,21 @@ func TestSwitchingRolloutRecordsTheSwitch(t *testing.T) {
 	two.Latents[0].Info.Tags, two.Latents[1].Info.Tags = []string{"right"}, []string{"left"}
 	cfg.Switching, cfg.StartYaw = true, 0
 	cfg.Task.World = core.WorldFenceRight
+	subjects := []Subject{{Label: "right", Bank: two, Latent: 0}}
 	for _, on := range []bool{false, true} {
 		c := cfg
 		c.Switching = on
-		res, err := Evaluate(t.Context(), c, []Subject{{Label: "right", Bank: two, Latent: 0}})
+		res, err := Evaluate(t.Context(), c, subjects)
 		if err != nil {
 			t.Fatal(err)
+		}
+		// The fence experiment sums up the switches of each world it ran.
+		runs, err := Robustness(t.Context(), c, subjects, res, []string{core.WorldFenceRight})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := runs[0].Switches[0].Switches; (n > 0) != on {
+			t.Fatalf("switching %v: the fence experiment counted %d switches", on, n)
 		}
 		got := res.Subjects[0].Rollouts[0].Switches
 		if !on {
