@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -38,7 +39,9 @@ the FRE run's token count of offline states). Writes into DIR:
                    per skill (its final policy), every latent met with its skill, iteration,
                    sigmoid(mu), phi and offline psi, and the FRE encoder with its anchors
 
---l0 and --eps default to the task's values (` + taskDefaults() + `).
+--l0 and --eps default to the task's values (` + taskDefaults() + `). --mu-kp adds a
+proportional term to the multipliers (ours, off by default): the imitation share becomes
+sigmoid(mu_i + kp (phi_i - eps)), so a violated constraint raises it at once.
 
 Every input is checked before the run directory is touched (NaN or Inf, a dataset whose
 layout is not the task's, a SMODICE or FRE run of another dataset). The SMODICE and FRE runs
@@ -78,6 +81,7 @@ func runTrainDualForce(ctx context.Context, args []string, stdout, stderr io.Wri
 	nSkills := fs.Int("skills", def.Skills, "number of skills n (at least 2)")
 	l0 := fs.Float64("l0", 0, "VdW distance scale l0 (default: the task's)")
 	eps := fs.Float64("eps", 0, "imitation-constraint bound eps (default: the task's)")
+	muKP := fs.Float64("mu-kp", 0, "proportional gain on the constraint violation added to each multiplier (0: the paper's multiplier)")
 	iters := fs.Int("iters", def.Run.Iterations, "outer iterations")
 	batch := fs.Int("batch", def.Value.Batch, "transitions per value and policy step")
 	valueSteps := fs.Int("value-steps", def.Loop.ValueSteps, "value steps per skill and outer iteration")
@@ -101,6 +105,8 @@ func runTrainDualForce(ctx context.Context, args []string, stdout, stderr io.Wri
 			*nSkills, *iters, *valueSteps, *policySteps, *batch, *hidden, *subsets, *pool, *every)
 	case !(*l0 >= 0) || !(*eps >= 0):
 		return usagef("--l0 %v, --eps %v: want positive values (0 for the task's)", *l0, *eps)
+	case !(*muKP >= 0) || math.IsInf(*muKP, 1):
+		return usagef("--mu-kp %v: want a finite gain >= 0", *muKP)
 	}
 	if *bankPath == "" {
 		*bankPath = filepath.Join(*out, "bank.npz")
@@ -123,7 +129,7 @@ func runTrainDualForce(ctx context.Context, args []string, stdout, stderr io.Wri
 		return err
 	}
 	cfg.Seed, cfg.Skills, cfg.Run = *seed, *nSkills, trainrun.Settings{Iterations: *iters, CheckpointEvery: *every}
-	cfg.Loop.ValueSteps, cfg.Loop.PolicySteps = *valueSteps, *policySteps
+	cfg.Loop.ValueSteps, cfg.Loop.PolicySteps, cfg.Loop.MuKP = *valueSteps, *policySteps, *muKP
 	if *l0 > 0 {
 		cfg.Loop.L0 = *l0
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"sync"
 
@@ -56,6 +57,13 @@ type Config struct {
 	// about lr whatever the violation).
 	MuInit float64 `json:"mu_init"`
 	MuLR   float64 `json:"mu_lr"`
+	// MuKP, when positive, adds a proportional term to the multiplier (ours, not the paper's;
+	// a PI controller as in Stooke et al.'s PID Lagrangian): skill i's imitation share is
+	// sigmoid(mu_i + MuKP (phi_i - Eps)) with phi_i its latest constraint estimate, so a
+	// violation raises the share at once instead of through mu's slow integral, which lets the
+	// diversity term take over while the constraint holds and then overshoots it. 0 is the
+	// paper's multiplier.
+	MuKP float64 `json:"mu_kp,omitempty"`
 	// MinAlpha floors the Polyak rate alpha_k = max(1/k, MinAlpha) (ours).
 	MinAlpha float64 `json:"min_alpha"`
 	// ValueSteps and PolicySteps are gradient steps per skill and outer
@@ -150,7 +158,7 @@ func New(cfg Config, in Inputs, skills []Skill, rng *rand.Rand) (*Loop, error) {
 	if len(skills) < 2 {
 		return nil, fmt.Errorf("%w: %d skills, need at least 2", ErrConfig, len(skills))
 	}
-	if !(cfg.L0 > 0) || !(cfg.MuLR >= 0) || !(cfg.MinAlpha > 0 && cfg.MinAlpha <= 1) ||
+	if !(cfg.L0 > 0) || !(cfg.MuLR >= 0) || !(cfg.MuKP >= 0) || math.IsInf(cfg.MuKP, 1) || !(cfg.MinAlpha > 0 && cfg.MinAlpha <= 1) ||
 		cfg.ValueSteps < 0 || cfg.PolicySteps < 0 || cfg.MuInit < -skillset.MuBound || cfg.MuInit > skillset.MuBound {
 		return nil, fmt.Errorf("%w: %+v", ErrConfig, cfg)
 	}
@@ -174,12 +182,19 @@ func New(cfg Config, in Inputs, skills []Skill, rng *rand.Rand) (*Loop, error) {
 	return l, nil
 }
 
-// sigma is skill i's imitation share sigmoid(mu_i), 1 with diversity off.
+// sigma is skill i's imitation share sigmoid(mu_i), with MuKP sigmoid(mu_i + MuKP (phi_i -
+// Eps)) on the latest constraint estimate (none before the first iteration), clamped like mu;
+// 1 with diversity off.
 func (l *Loop) sigma(i int) float64 {
 	if l.cfg.DiversityOff {
 		return 1
 	}
-	return skillset.Sigmoid(l.mu[i])
+	mu := l.mu[i]
+	if ns := len(l.skills); l.cfg.MuKP > 0 && len(l.latents) >= ns {
+		phi := l.latents[len(l.latents)-ns+i].Constraint
+		mu = min(max(mu+l.cfg.MuKP*(phi-l.cfg.Eps), -skillset.MuBound), skillset.MuBound)
+	}
+	return skillset.Sigmoid(mu)
 }
 
 // Weights returns skill i's current (Polyak-averaged) weights over the

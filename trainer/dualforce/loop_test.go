@@ -164,6 +164,46 @@ func TestDiversityOffUsesTheImitationRewardOnly(t *testing.T) {
 	}
 }
 
+// With MuKP the imitation share answers the latest constraint estimate at once: after an
+// iteration with phi_i known, sigma_i = sigmoid(clamp(mu_i + MuKP (phi_i - eps))), and the next
+// iteration's rewards (and stored latents) use that share. A skill over its bound gets more
+// imitation than the plain multiplier gives, one under it less.
+func TestProportionalMultiplierAnswersTheConstraint(t *testing.T) {
+	in := Inputs{Phi: []float32{-1, 0, 2}, PhiDim: 1, RE: []float32{0.5, -1, 1}}
+	w := [][]float64{{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}
+	cfg := DefaultConfig()
+	cfg.Eps, cfg.MuLR, cfg.MuKP = 0.5, 0.3, 2
+	l, _, _ := scriptedLoop(t, cfg, w, in)
+	plain, _, _ := scriptedLoop(t, func() Config { c := cfg; c.MuKP = 0; return c }(), w, in)
+	m, err := l.Iterate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mp, err := plain.Iterate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		phi := math.Log(3) - float64(in.RE[i]) // one-hot weights
+		mu := -0.3 * 0.25 * (0.5 - phi)
+		want := skillset.Sigmoid(min(max(mu+2*(phi-0.5), -skillset.MuBound), skillset.MuBound))
+		if math.Abs(m.Sigma[i]-want) > 1e-12 {
+			t.Errorf("skill %d (phi %.3f): sigma %g, want %g", i, phi, m.Sigma[i], want)
+		}
+		if over := phi > 0.5; (m.Sigma[i] > mp.Sigma[i]) != over {
+			t.Errorf("skill %d (phi %.3f, eps 0.5): sigma %g with the proportional term, %g without", i, phi, m.Sigma[i], mp.Sigma[i])
+		}
+	}
+	if _, err := l.Iterate(); err != nil {
+		t.Fatal(err)
+	}
+	for i, lat := range l.Latents()[3:] {
+		if lat.Sigma != m.Sigma[i] {
+			t.Errorf("skill %d: second iteration stored sigma %g, want %g", i, lat.Sigma, m.Sigma[i])
+		}
+	}
+}
+
 func TestIterateReportsTheFailingSkill(t *testing.T) {
 	in := Inputs{Phi: []float32{-1, 0, 2}, PhiDim: 1, RE: []float32{0.5, -1, 1}}
 	l, ss, _ := scriptedLoop(t, DefaultConfig(), [][]float64{{1, 0, 0}, {0, 1, 0}}, in)
@@ -192,6 +232,8 @@ func TestNewRefusesBadInput(t *testing.T) {
 		{"l0 NaN", func(c *Config, _ *Inputs, _ *int) { c.L0 = math.NaN() }, ErrConfig},
 		{"Polyak floor zero", func(c *Config, _ *Inputs, _ *int) { c.MinAlpha = 0 }, ErrConfig},
 		{"multiplier start out of bounds", func(c *Config, _ *Inputs, _ *int) { c.MuInit = 4 }, ErrConfig},
+		{"negative proportional gain", func(c *Config, _ *Inputs, _ *int) { c.MuKP = -1 }, ErrConfig},
+		{"NaN proportional gain", func(c *Config, _ *Inputs, _ *int) { c.MuKP = math.NaN() }, ErrConfig},
 		{"negative steps", func(c *Config, _ *Inputs, _ *int) { c.ValueSteps = -1 }, ErrConfig},
 		{"features of another length", func(_ *Config, in *Inputs, _ *int) { in.Phi = in.Phi[:2] }, ErrConfig},
 		{"no transitions", func(_ *Config, in *Inputs, _ *int) { in.Phi, in.RE = nil, nil }, ErrConfig},
