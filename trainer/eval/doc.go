@@ -4,8 +4,9 @@
 // A rollout is a world (sim/worlds) with the simulated Solo12 behind its emulated master board
 // (sim/robotboard), the runtime core (runtime/core, offsets calibration with the simulator's
 // power-on joint angles) and the lockstep driver (runtime/driver) stepping both one millisecond
-// at a time: trainer/rig, which dataset collection runs its behaviours on too; navigation banks get the perception a robot has (mocap pose and height map, sampled
-// at the perception stream's 50 Hz). The core powers the motors on, stands up, holds, and on an
+// at a time: trainer/rig, which dataset collection runs its behaviours on too; navigation banks
+// get the perception a robot has (mocap pose and height map, sampled at the perception stream's
+// 50 Hz). The core powers the motors on, stands up, holds, and on an
 // operator "run" command runs the latent for the task's episode length.
 //
 // At every policy tick the harness records, from simulator ground truth the runtime never sees,
@@ -28,7 +29,10 @@
 // by the route a strict majority of its goal-reaching rollouts took past the box in the task's
 // own world (RouteTag). The first Config.Paths rollouts of each latent keep their base path for
 // plots. Robustness reruns the subjects in other worlds (FenceWorlds: the way round the box
-// fenced off on the left, the right, both) and records each one's goal rate there;
+// fenced off on the left, the right, both) and records each one's goal rate there (and, with
+// Config.Switching, a summary of the switches made there: WorldRun.Switches); with switching on,
+// every rollout keeps each switch the core made by itself (Rollout.Switches: when, where, from
+// and to which latent, what was blocked and why that candidate);
 // WithOnlineResults stores the tags and a navigation latent's goal rate per world in the bank,
 // where the runtime's switcher reads them (runtime/core.LatentMeasures). Subsample spreads a
 // budget of latents evenly over a large bank's skills and iterations. The results file
