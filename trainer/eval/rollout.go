@@ -167,20 +167,15 @@ func (j *job) run(ctx context.Context) (ro Rollout, err error) {
 
 	rec := newRecorder(j, &ro, layout)
 	steps := cfg.steps()
-	started := time.Duration(-1)
-	r.Driver.Observe = func(_ *core.Input, out *core.Output) {
-		if started < 0 && out.PolicyTick && r.Core.Phase() == core.PhaseRun {
-			started = r.Driver.Now()
-		}
-		for k := range out.Events {
-			if ev := &out.Events[k]; ev.Kind == corebus.EventSkillSwitch && ev.Switch.Trigger != corebus.TriggerNone {
-				ro.Switches = append(ro.Switches, rec.switched(ev, r.Driver.Now()-started))
-			}
-		}
-	}
 	err = r.RunSkill(ctx, cfg.Settle, steps, func(t *rig.Tick) (bool, error) {
 		base := r.Robot.Sim().Base()
 		st := behave.StateOf(&base, t.Time.Seconds())
+		// The core switches skills at policy ticks, the ticks RunSkill visits.
+		for k := range t.Out.Events {
+			if ev := &t.Out.Events[k]; ev.Kind == corebus.EventSkillSwitch && ev.Switch.Trigger != corebus.TriggerNone {
+				ro.Switches = append(ro.Switches, switchOf(ev, &st))
+			}
+		}
 		if rec.state(&st, t.Fault, steps) {
 			ro.FinalPos = st.Pos
 			return true, nil
@@ -304,11 +299,10 @@ func (r *recorder) act(obs []float32, est [3]float64) error {
 	return nil
 }
 
-// switched records a switch the core reported at time t into the skill.
-func (r *recorder) switched(ev *corebus.Event, t time.Duration) Switch {
-	pos := r.prev.Pos
+// switchOf is the record of a switch the core reported at state s.
+func switchOf(ev *corebus.Event, s *behave.State) Switch {
 	return Switch{
-		Time: t.Seconds(), Pos: [2]float64{pos[0], pos[1]},
+		Time: s.Time, Pos: [2]float64{s.Pos[0], s.Pos[1]},
 		From: ev.From.Index, To: ev.To.Index,
 		Trigger: ev.Switch.Trigger.String(), Blocked: ev.Switch.Blocked.Names(),
 		World: ev.Switch.World, Considered: ev.Switch.Considered, Chosen: ev.Switch.Chosen,
