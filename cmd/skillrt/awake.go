@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"runtime"
 
 	"github.com/dualforce/dualforce/hw/clock"
 )
@@ -28,11 +27,6 @@ func keepAwakeCmd(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.Var(&cpus, "cpus", "CPUs to keep awake (comma-separated); empty: every CPU")
 	if code := parse(fs, args); code >= 0 {
 		return code
-	}
-	if len(cpus) == 0 {
-		for c := range runtime.NumCPU() {
-			cpus = append(cpus, c)
-		}
 	}
 	if err := clock.KeepAwake(ctx, cpus); err != nil {
 		fmt.Fprintln(stderr, "skillrt keep-awake:", err)

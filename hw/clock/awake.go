@@ -11,9 +11,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// KeepAwake keeps the given CPUs from going idle until ctx is done: on each, a thread at the
-// SCHED_IDLE policy (below every ordinary and real-time thread, so it runs only when the CPU
-// would otherwise idle) busy-loops. It returns when ctx is done, or, with the error and every
+// KeepAwake keeps the given CPUs (none given: every CPU) from going idle until ctx is done: on
+// each, a thread at the SCHED_IDLE policy (below every ordinary and real-time thread, so it
+// runs only when the CPU would otherwise idle) busy-loops. It returns when ctx is done, or, with the error and every
 // thread stopped, as soon as one cannot be placed.
 //
 // Why: on a virtual machine an idle CPU halts, and waking it (a timer, a packet for the control
@@ -28,28 +28,20 @@ import (
 // that runs only when its CPU has nothing else to do.
 func KeepAwake(ctx context.Context, cpus []int) error {
 	if len(cpus) == 0 {
-		return fmt.Errorf("clock: keep no CPU awake")
+		for c := range runtime.NumCPU() {
+			cpus = append(cpus, c)
+		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errs := make(chan error, len(cpus))
 	var wg sync.WaitGroup
 	for _, cpu := range cpus {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// The thread is not unlocked: it leaves with the goroutine, pinned and idle-class.
-			runtime.LockOSThread()
-			if err := unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_IDLE}, 0); err != nil {
-				errs <- fmt.Errorf("clock: SCHED_IDLE on CPU %d: %w", cpu, err)
-				return
-			}
-			if _, err := Pin([]int{cpu}); err != nil {
+		wg.Go(func() {
+			if err := spinOn(ctx, cpu); err != nil {
 				errs <- err
-				return
 			}
-			spin(ctx)
-		}()
+		})
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
@@ -61,6 +53,37 @@ func KeepAwake(ctx context.Context, cpus []int) error {
 	case <-done:
 		return nil
 	}
+}
+
+// spinOn locks the calling goroutine to its thread, moves the thread to SCHED_IDLE on cpu, busy-loops
+// until ctx is done, and gives the thread back as it found it and unlocked, so the Go scheduler
+// may reuse it. (Leaving it locked would not do: a locked goroutine that ends on the process's
+// main thread leaves that thread parked for good, idle policy and pinning included.) A thread
+// whose scheduling cannot be restored stays locked and ends with its goroutine.
+func spinOn(ctx context.Context, cpu int) error {
+	runtime.LockOSThread()
+	prev, err := unix.SchedGetAttr(0, 0)
+	if err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("clock: read scheduling policy: %w", err)
+	}
+	if err := unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_IDLE}, 0); err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("clock: SCHED_IDLE on CPU %d: %w", cpu, err)
+	}
+	restore := func() error { return unix.SchedSetAttr(0, prev, 0) }
+	unpin, err := Pin([]int{cpu})
+	if err != nil {
+		if restore() == nil {
+			runtime.UnlockOSThread()
+		}
+		return err
+	}
+	spin(ctx)
+	if unpin() == nil && restore() == nil {
+		runtime.UnlockOSThread()
+	}
+	return nil
 }
 
 // spin busy-loops until ctx is done, looking at it every few hundred microseconds.

@@ -6,7 +6,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -34,36 +36,98 @@ func idleTicks(t *testing.T, cpu int) int64 {
 	return 0
 }
 
-// While KeepAwake runs, the CPU it keeps never idles (the kernel counts no idle time for it);
-// it stops when its context ends; a CPU that does not exist is an error that stops the others.
-func TestKeepAwake(t *testing.T) {
-	cpu := runtime.NumCPU() - 1
+// idleThreadCPUs lists, for each thread of this process at the SCHED_IDLE policy (/proc stat
+// field 41; the fields after the command name start at field 3), the CPUs it may run on.
+func idleThreadCPUs(t *testing.T) []string {
+	t.Helper()
+	tasks, err := filepath.Glob("/proc/self/task/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, task := range tasks {
+		stat, err1 := os.ReadFile(filepath.Join(task, "stat"))
+		status, err2 := os.ReadFile(filepath.Join(task, "status"))
+		if err1 != nil || err2 != nil {
+			continue // the thread has exited
+		}
+		_, rest, _ := strings.Cut(string(stat), ") ")
+		if f := strings.Fields(rest); len(f) <= 38 || f[38] != "5" {
+			continue
+		}
+		for line := range strings.Lines(string(status)) {
+			if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+				out = append(out, strings.TrimSpace(v))
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// noSpinnerLeft checks that every thread KeepAwake used is back at its old policy: the Go
+// scheduler reuses threads, and one left at SCHED_IDLE would starve whatever runs on it next.
+func noSpinnerLeft(t *testing.T) {
+	t.Helper()
+	if left := idleThreadCPUs(t); len(left) != 0 {
+		t.Errorf("threads on CPUs %v still at SCHED_IDLE after KeepAwake returned", left)
+	}
+}
+
+// keepAwakeFor runs KeepAwake on cpus, calls during while it runs, and checks that it stops
+// cleanly when its context ends.
+func keepAwakeFor(t *testing.T, cpus []int, during func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	go func() { done <- KeepAwake(ctx, []int{cpu}) }()
-	time.Sleep(100 * time.Millisecond) // the thread takes its CPU
-	before := idleTicks(t, cpu)
-	time.Sleep(time.Second)
-	idle := idleTicks(t, cpu) - before
+	go func() { done <- KeepAwake(ctx, cpus) }()
+	time.Sleep(100 * time.Millisecond) // the threads take their CPUs
+	during()
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("CPU %d idled %d ticks of 100 in the second it was kept awake", cpu, idle)
-	if idle > 5 {
-		t.Errorf("CPU %d idled %d of 100 ticks while kept awake", cpu, idle)
-	}
+	noSpinnerLeft(t)
+}
 
-	for _, bad := range [][]int{nil, {cpu, 1 << 20}} {
-		errc := make(chan error, 1)
-		go func() { errc <- KeepAwake(t.Context(), bad) }()
-		select {
-		case err := <-errc:
-			if err == nil {
-				t.Errorf("KeepAwake(%v) returned no error", bad)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("KeepAwake(%v) went on spinning", bad)
+// While KeepAwake runs, the CPU it keeps has one SCHED_IDLE thread pinned to it and never idles
+// (the kernel counts no idle time for it: on a busy machine that holds anyway, the thread check
+// does not); no CPUs named means every CPU; it stops when its context ends; a CPU that does not
+// exist is an error that stops the others; and every thread it used is given back.
+func TestKeepAwake(t *testing.T) {
+	cpu := runtime.NumCPU() - 1
+	keepAwakeFor(t, []int{cpu}, func() {
+		if got := idleThreadCPUs(t); !slices.Equal(got, []string{strconv.Itoa(cpu)}) {
+			t.Errorf("SCHED_IDLE threads on CPUs %v, want one on CPU %d", got, cpu)
 		}
+		before := idleTicks(t, cpu)
+		time.Sleep(time.Second)
+		idle := idleTicks(t, cpu) - before
+		t.Logf("CPU %d idled %d ticks of 100 in the second it was kept awake", cpu, idle)
+		if idle > 5 {
+			t.Errorf("CPU %d idled %d of 100 ticks while kept awake", cpu, idle)
+		}
+	})
+	keepAwakeFor(t, nil, func() {
+		var want []string
+		for c := range runtime.NumCPU() {
+			want = append(want, strconv.Itoa(c))
+		}
+		slices.Sort(want)
+		if got := idleThreadCPUs(t); !slices.Equal(got, want) {
+			t.Errorf("KeepAwake(nil): SCHED_IDLE threads on CPUs %v, want one on each of %v", got, want)
+		}
+	})
+
+	errc := make(chan error, 1)
+	go func() { errc <- KeepAwake(t.Context(), []int{cpu, 1 << 20}) }()
+	select {
+	case err := <-errc:
+		if err == nil {
+			t.Error("KeepAwake on a CPU that does not exist returned no error")
+		}
+		noSpinnerLeft(t)
+	case <-time.After(5 * time.Second):
+		t.Fatal("KeepAwake on a CPU that does not exist went on spinning")
 	}
 }
