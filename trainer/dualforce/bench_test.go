@@ -1,6 +1,7 @@
 package dualforce
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"testing"
@@ -8,13 +9,13 @@ import (
 
 	"github.com/dualforce/dualforce/trainer/dataset"
 	"github.com/dualforce/dualforce/trainer/dice"
+	"github.com/dualforce/dualforce/trainer/prep"
 	"github.com/dualforce/dualforce/trainer/skillset"
-	"github.com/dualforce/dualforce/trainer/wbc"
 )
 
 // benchSet is random data of the locomotion shapes (48 observations, 12
-// actions, 12 diversity features, episodes of 50 steps) at the size of the
-// test-scale set; the cost does not depend on the values.
+// actions, 12 diversity features, episodes of 50 steps) of n transitions;
+// the cost does not depend on the values.
 func benchSet(n int) (*dataset.Offline, Inputs) {
 	const obsDim, actDim, phiDim = 48, 12, 12
 	rng := rand.New(rand.NewPCG(8, 15))
@@ -49,28 +50,38 @@ func benchSet(n int) (*dataset.Offline, Inputs) {
 	return o, in
 }
 
-// BenchmarkIteration times one outer iteration with n = 3 skills at the
-// paper's networks and batch (V and pi 256-256 ReLU, batch 8192, one value
-// and one policy step per skill) on 65,536 transitions, and splits it:
-// "vdw" is the loop's own work for all skills (successor features, nearest
-// skills, rewards; plus the constraint estimates), "skill" one skill's
-// learner work (value step, whole-set weight pass, Polyak, policy step).
-// The FRE encoder is a stand-in here (the real one adds m subset passes of
-// its transformer per skill). Run with GOMAXPROCS=2:
+// BenchmarkIteration times one outer iteration with the defaults of
+// `dualforce train dualforce` (DefaultTrainConfig: n = 3 skills, V and pi
+// 256-256 ReLU, batch 1024, five value and five policy steps per skill) on
+// a test-size set and on one of the paper-scale locomotion set's size
+// (1,244,751 transitions), and splits it: "vdw" is the loop's own work for
+// all skills (successor features, nearest skills, rewards, constraint
+// estimates), "skill" one skill's learner work per iteration (its value
+// steps, the whole-set weight pass, its policy steps). The FRE encoder is a
+// stand-in here (the real one adds m subset passes of its transformer per
+// skill). Run with GOMAXPROCS=2:
 //
-//	GOMAXPROCS=2 go test -run XXX -bench Iteration -benchtime 5x ./trainer/dualforce
+//	GOMAXPROCS=2 go test -run XXX -bench Iteration -benchtime 3x ./trainer/dualforce
 func BenchmarkIteration(b *testing.B) {
-	const n = 65536
+	b.Logf("GOMAXPROCS=%d", runtime.GOMAXPROCS(0))
+	for _, n := range []int{65_536, 1_244_751} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) { benchmarkIteration(b, n) })
+	}
+}
+
+func benchmarkIteration(b *testing.B, n int) {
 	data, in := benchSet(n)
-	value, policy := dice.DefaultValueConfig(), wbc.DefaultConfig()
-	value.Latent, policy.Latent = 16, 16
-	ts, skills := newToySkills(b, data, 3, value, policy)
-	cfg := DefaultConfig()
+	def, err := DefaultTrainConfig(prep.TaskLocomotion)
+	if err != nil {
+		b.Fatal(err)
+	}
+	value, policy, cfg := def.Value, def.Policy, def.Loop
+	value.Latent, policy.Latent = 32, 32 // the shipped encoder's latent width
+	ts, skills := newToySkills(b, data, def.Skills, value, policy)
 	loop, err := New(cfg, in, skills, rand.New(rand.NewPCG(1, 2)))
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Logf("GOMAXPROCS=%d", runtime.GOMAXPROCS(0))
 	b.Run("iteration", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := loop.Iterate(); err != nil {
@@ -81,7 +92,7 @@ func BenchmarkIteration(b *testing.B) {
 	})
 	b.Run("vdw", func(b *testing.B) {
 		for b.Loop() {
-			psi := make([][]float64, 3)
+			psi := make([][]float64, def.Skills)
 			for i := range psi {
 				psi[i] = toFloat64(dice.SuccessorFeatures(loop.Weights(i), in.Phi, in.PhiDim))
 			}
@@ -102,8 +113,10 @@ func BenchmarkIteration(b *testing.B) {
 		var value, weights, policy time.Duration
 		for b.Loop() {
 			t0 := time.Now()
-			if _, err := s.value.Step(); err != nil {
-				b.Fatal(err)
+			for range cfg.ValueSteps {
+				if _, err := s.value.Step(); err != nil {
+					b.Fatal(err)
+				}
 			}
 			t1 := time.Now()
 			w, err := s.value.Weights()
@@ -114,7 +127,9 @@ func BenchmarkIteration(b *testing.B) {
 			if err := s.policy.SetWeights(w); err != nil {
 				b.Fatal(err)
 			}
-			s.policy.Step()
+			for range cfg.PolicySteps {
+				s.policy.Step()
+			}
 			t3 := time.Now()
 			value, weights, policy = value+t1.Sub(t0), weights+t2.Sub(t1), policy+t3.Sub(t2)
 		}
