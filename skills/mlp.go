@@ -238,26 +238,14 @@ func matvecGo(dst, w, x []float32) {
 // m = len(x)/n.
 type matmul func(dst, x, w []float32, n, p int)
 
-// defaultMatmul is vek's AVX2 kernel where vek accelerates, else matmulGo.
+// defaultMatmul is the AVX2+FMA kernel where the CPU has it (amd64), else
+// matmulGo.
 var defaultMatmul = func() matmul {
-	if vek.Info().Acceleration {
-		return matmulVek
+	if asmMatmul != nil {
+		return asmMatmul
 	}
 	return matmulGo
 }()
-
-// vekSerialRows: vek multiplies products of fewer than 4 rows on the calling
-// goroutine whatever their size, so chunks of 3 rows never spawn goroutines
-// (which would allocate and contend with the control loop).
-const vekSerialRows = 3
-
-func matmulVek(dst, x, w []float32, n, p int) {
-	m := len(x) / n
-	for r := 0; r < m; r += vekSerialRows {
-		e := min(r+vekSerialRows, m)
-		vek32.MatMul_Into(dst[r*p:e*p], x[r*n:e*n], w, n)
-	}
-}
 
 // matmulGo accumulates output rows as sums of w's rows scaled by x's
 // entries, four output rows at a time so each load of a w row feeds four

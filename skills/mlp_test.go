@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -249,5 +250,43 @@ func TestPolicyContract(t *testing.T) {
 	}
 	if err := u.Act(randomVec(rng, 48), make([]float32, NumJoints)); err != nil {
 		t.Errorf("unconditioned policy: %v", err)
+	}
+}
+
+// Every matrix-product kernel against a float64 product, over shapes that
+// cover the assembly's 4x16 tiles, its one-row form, columns past the last
+// multiple of 16 and products with fewer than 16 columns or 4 rows.
+func TestMatmulKernels(t *testing.T) {
+	kernels := map[string]matmul{"default": defaultMatmul, "go": matmulGo}
+	if asmMatmul != nil {
+		kernels["asm"] = asmMatmul
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for name, mm := range kernels {
+		for _, m := range []int{1, 2, 3, 4, 5, 8, 9, 32} {
+			for _, n := range []int{1, 3, 16, 48, 129} {
+				for _, p := range []int{1, 7, 15, 16, 17, 32, 40, 384} {
+					x, w := randomVec(rng, m*n), randomVec(rng, n*p)
+					// Stale values in dst must not leak into the product.
+					dst := randomVec(rng, m*p+3)
+					guard := append([]float32(nil), dst[m*p:]...)
+					mm(dst, x, w, n, p)
+					for i := range m {
+						for j := range p {
+							want := 0.0
+							for k := range n {
+								want += float64(x[i*n+k]) * float64(w[k*p+j])
+							}
+							if got := float64(dst[i*p+j]); math.Abs(got-want) > 1e-5*(1+math.Abs(want))*math.Sqrt(float64(n)) {
+								t.Fatalf("%s %dx%d times %dx%d: [%d,%d] = %g, want %g", name, m, n, n, p, i, j, got, want)
+							}
+						}
+					}
+					if !slices.Equal(dst[m*p:], guard) {
+						t.Fatalf("%s %dx%d times %dx%d wrote past the product", name, m, n, n, p)
+					}
+				}
+			}
+		}
 	}
 }
