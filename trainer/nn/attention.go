@@ -67,10 +67,12 @@ func softmaxRows[T Float](p []T, n int) {
 		for _, v := range row[1:] {
 			m = max(m, v)
 		}
-		sum := 0.0
 		for j, v := range row {
-			e := expT(v - m)
-			row[j] = e
+			row[j] = v - m
+		}
+		expSlice(row)
+		sum := 0.0
+		for _, e := range row {
 			sum += float64(e)
 		}
 		inv := T(1 / sum)

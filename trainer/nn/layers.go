@@ -140,11 +140,6 @@ func (n *LayerNorm[T]) Backward(dy []T) []T {
 	return n.dx
 }
 
-// tanhViaExp is tanh(u) = 1 - 2 / (e^{2u} + 1), one exponential (expT: the
-// fast float32 one in training); it saturates cleanly (e^{2u} overflows to
-// +Inf, giving 1).
-func tanhViaExp[T Float](u T) T { return 1 - 2/(expT(2*u)+1) }
-
 // sqrt(2/pi), the scale of GELU's tanh approximation.
 var geluC = math.Sqrt(2 / math.Pi)
 
@@ -152,14 +147,25 @@ var geluC = math.Sqrt(2 / math.Pi)
 // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 type GELU[T Float] struct {
 	x, y, dx []T
+	// t is the forward pass's tanh per element: the backward pass needs it
+	// again, and the exponential is most of the layer's cost.
+	t []T
 }
 
 // Forward applies GELU element-wise; x must stay unchanged until Backward.
+// tanh(u) = 1 - 2 / (e^{2u} + 1), the exponentials of the whole slice at
+// once (expSlice); it saturates cleanly at both ends.
 func (g *GELU[T]) Forward(x []T) []T {
-	g.x, g.y = x, grow(g.y, len(x))
+	g.x, g.y, g.t = x, grow(g.y, len(x)), grow(g.t, len(x))
 	c := T(geluC)
 	for i, f := range x {
-		g.y[i] = 0.5 * f * (1 + tanhViaExp(c*(f+0.044715*f*f*f)))
+		g.t[i] = 2 * c * (f + 0.044715*f*f*f)
+	}
+	expSlice(g.t)
+	for i, f := range x {
+		t := 1 - 2/(g.t[i]+1)
+		g.t[i] = t
+		g.y[i] = 0.5 * f * (1 + t)
 	}
 	return g.y
 }
@@ -169,7 +175,7 @@ func (g *GELU[T]) Backward(dy []T) []T {
 	g.dx = grow(g.dx, len(g.x))
 	c := T(geluC)
 	for i, f := range g.x {
-		t := tanhViaExp(c * (f + 0.044715*f*f*f))
+		t := g.t[i]
 		g.dx[i] = dy[i] * (0.5*(1+t) + 0.5*f*(1-t*t)*c*(1+3*0.044715*f*f))
 	}
 	return g.dx
@@ -178,24 +184,28 @@ func (g *GELU[T]) Backward(dy []T) []T {
 // Mish is x tanh(softplus(x)) (Misra 2019).
 type Mish[T Float] struct {
 	x, y, dx []T
-}
-
-// mishParts returns tanh(softplus(x)) and sigmoid(x) from one exponential:
-// with e = e^x, tanh(log(1+e)) = e(e+2) / (e(e+2) + 2).
-func mishParts[T Float](x T) (t, sig T) {
-	if x > 20 { // t and sig are 1 to float64 precision; e(e+2) would overflow later
-		return 1, 1
-	}
-	e := expT(x)
-	n := e * (e + 2)
-	return n / (n + 2), e / (1 + e)
+	// t and sig are the forward pass's tanh(softplus(x)) and sigmoid(x)
+	// per element, kept for the backward pass.
+	t, sig []T
 }
 
 // Forward applies mish element-wise; x must stay unchanged until Backward.
+// With e = e^x (the whole slice at once, expSlice), tanh(log(1+e)) =
+// e(e+2) / (e(e+2) + 2) and sigmoid(x) = e / (1+e); above x = 20 both are 1
+// to float64 precision, and e(e+2) would overflow.
 func (m *Mish[T]) Forward(x []T) []T {
 	m.x, m.y = x, grow(m.y, len(x))
+	m.t, m.sig = grow(m.t, len(x)), grow(m.sig, len(x))
+	copy(m.sig, x)
+	expSlice(m.sig)
 	for i, v := range x {
-		t, _ := mishParts(v)
+		t, sig := T(1), T(1)
+		if v <= 20 {
+			e := m.sig[i]
+			n := e * (e + 2)
+			t, sig = n/(n+2), e/(1+e)
+		}
+		m.t[i], m.sig[i] = t, sig
 		m.y[i] = v * t
 	}
 	return m.y
@@ -205,8 +215,8 @@ func (m *Mish[T]) Forward(x []T) []T {
 func (m *Mish[T]) Backward(dy []T) []T {
 	m.dx = grow(m.dx, len(m.x))
 	for i, v := range m.x {
-		t, sig := mishParts(v)
-		m.dx[i] = dy[i] * (t + v*(1-t*t)*sig)
+		t := m.t[i]
+		m.dx[i] = dy[i] * (t + v*(1-t*t)*m.sig[i])
 	}
 	return m.dx
 }
