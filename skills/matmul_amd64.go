@@ -2,13 +2,10 @@ package skills
 
 import "golang.org/x/sys/cpu"
 
-// tile4x16 and row16 are in matmul_amd64.s.
-
+// tile4x16 is in matmul_amd64.s.
+//
 //go:noescape
 func tile4x16(dst, x, w *float32, n, ldx, ldw, ldd, cols int)
-
-//go:noescape
-func row16(dst, x, w *float32, n, ldw, cols int)
 
 // asmMatmul is matmulAVX2 where the CPU has AVX2 and FMA.
 var asmMatmul = func() matmul {
@@ -19,8 +16,9 @@ var asmMatmul = func() matmul {
 }()
 
 // matmulAVX2 computes tiles of 4 rows by 16 columns in registers (the
-// assembly's tile4x16; row16 for the last rows), and any columns past the
-// last multiple of 16 in Go.
+// assembly's tile4x16), and any columns past the last multiple of 16 in Go.
+// A last row on its own goes through the tile with both row strides 0: the
+// four tile rows compute the same row and store it in the same place.
 func matmulAVX2(dst, x, w []float32, n, p int) {
 	m := len(x) / n
 	if m == 0 || p == 0 {
@@ -35,7 +33,7 @@ func matmulAVX2(dst, x, w []float32, n, p int) {
 			tile4x16(&dst[i*p], &x[i*n], &w[0], n, n, p, p, cols)
 		}
 		for ; i < m; i++ {
-			row16(&dst[i*p], &x[i*n], &w[0], n, p, cols)
+			tile4x16(&dst[i*p], &x[i*n], &w[0], n, 0, p, 0, cols)
 		}
 	}
 	for r := range m {
