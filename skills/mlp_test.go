@@ -254,7 +254,7 @@ func TestPolicyContract(t *testing.T) {
 }
 
 // Every matrix-product kernel against a float64 product, over shapes that
-// cover the assembly's 4x16 tiles, its one-row form, columns past the last
+// cover the assembly's 4x16 tiles, a last row on its own, columns past the last
 // multiple of 16 and products with fewer than 16 columns or 4 rows.
 func TestMatmulKernels(t *testing.T) {
 	kernels := map[string]matmul{"default": defaultMatmul, "go": matmulGo}
