@@ -81,6 +81,7 @@ func runTrainDualForce(ctx context.Context, args []string, stdout, stderr io.Wri
 	nSkills := fs.Int("skills", def.Skills, "number of skills n (at least 2)")
 	l0 := fs.Float64("l0", 0, "VdW distance scale l0 (default: the task's)")
 	eps := fs.Float64("eps", 0, "imitation-constraint bound eps (default: the task's)")
+	absorbingFalls := fs.Bool("absorbing-falls", false, absorbingFallsUsage)
 	muKP := fs.Float64("mu-kp", 0, "proportional gain on the constraint violation added to each multiplier (0: the paper's multiplier)")
 	iters := fs.Int("iters", def.Run.Iterations, "outer iterations")
 	batch := fs.Int("batch", def.Value.Batch, "transitions per value and policy step")
@@ -138,6 +139,7 @@ func runTrainDualForce(ctx context.Context, args []string, stdout, stderr io.Wri
 	}
 	cfg.Value.Hidden, cfg.Policy.Hidden = []int{*hidden, *hidden}, []int{*hidden, *hidden}
 	cfg.Value.Batch, cfg.Value.InitBatch, cfg.Policy.Batch = *batch, *batch, *batch
+	cfg.Value.AbsorbingFalls = *absorbingFalls
 	in := dfloop.TrainInputs{RE: rE, LatentDim: dims.Latent, BankFRE: enc,
 		Encoder: func(_ int, rng *rand.Rand) (dfloop.Encoder, error) {
 			return dfloop.NewFREEncoder(&enc.Net, data.Offline.Obs, data.Offline.ObsDim, *subsets, tokens, rng)

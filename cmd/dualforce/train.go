@@ -67,27 +67,31 @@ type trainingFlags struct {
 	offline, expert, out, task, bank                        *string
 	iters, discSteps, batch, valueSteps, policySteps, every *int
 	seed                                                    *uint64
-	quiet                                                   *bool
+	quiet, absorbingFalls                                   *bool
 }
 
 // addTrainingFlags defines the training flags on fs with the method's defaults.
 func addTrainingFlags(fs *flag.FlagSet, run trainrun.Settings, discSteps, batch, valueSteps, policySteps int, seed uint64) *trainingFlags {
 	return &trainingFlags{
-		offline:     fs.String("offline", "", "offline dataset archive (required)"),
-		expert:      fs.String("expert", "", "expert dataset archive (default: the offline file's <name>_expert.npz)"),
-		out:         fs.String("out", "", "run directory (required)"),
-		task:        fs.String("task", "", "task the data must be for: locomotion or navigation (default: the dataset's)"),
-		bank:        fs.String("bank", "", "bank to write at the end (default <out>/bank.npz)"),
-		iters:       fs.Int("iters", run.Iterations, "iterations"),
-		discSteps:   fs.Int("disc-steps", discSteps, "discriminator training steps"),
-		batch:       fs.Int("batch", batch, "DICE batch (transitions per value and policy step)"),
-		valueSteps:  fs.Int("value-steps", valueSteps, "value steps per iteration (per skill)"),
-		policySteps: fs.Int("policy-steps", policySteps, "policy steps per iteration (per skill)"),
-		every:       fs.Int("checkpoint-every", run.CheckpointEvery, "iterations between checkpoints"),
-		seed:        fs.Uint64("seed", seed, "seed of every random choice"),
-		quiet:       fs.Bool("quiet", false, "no progress bar"),
+		offline:        fs.String("offline", "", "offline dataset archive (required)"),
+		expert:         fs.String("expert", "", "expert dataset archive (default: the offline file's <name>_expert.npz)"),
+		out:            fs.String("out", "", "run directory (required)"),
+		task:           fs.String("task", "", "task the data must be for: locomotion or navigation (default: the dataset's)"),
+		bank:           fs.String("bank", "", "bank to write at the end (default <out>/bank.npz)"),
+		iters:          fs.Int("iters", run.Iterations, "iterations"),
+		discSteps:      fs.Int("disc-steps", discSteps, "discriminator training steps"),
+		batch:          fs.Int("batch", batch, "DICE batch (transitions per value and policy step)"),
+		valueSteps:     fs.Int("value-steps", valueSteps, "value steps per iteration (per skill)"),
+		policySteps:    fs.Int("policy-steps", policySteps, "policy steps per iteration (per skill)"),
+		every:          fs.Int("checkpoint-every", run.CheckpointEvery, "iterations between checkpoints"),
+		seed:           fs.Uint64("seed", seed, "seed of every random choice"),
+		quiet:          fs.Bool("quiet", false, "no progress bar"),
+		absorbingFalls: fs.Bool("absorbing-falls", false, absorbingFallsUsage),
 	}
 }
+
+// absorbingFallsUsage is the --absorbing-falls flag's text (dice.ValueConfig.AbsorbingFalls).
+const absorbingFallsUsage = "a fall's next state is absorbing at the set's lowest reward, worth min R/(1-gamma), instead of 0 (ours: with the spec's 0 the weights collapsed onto falls on the paper-scale locomotion set)"
 
 // check refuses unusable values and fills in the default expert archive and bank path.
 func (f *trainingFlags) check() error {
@@ -140,6 +144,7 @@ func runTrainSMODICE(ctx context.Context, args []string, stdout, stderr io.Write
 	cfg := def
 	cfg.Run, cfg.DiscSteps, cfg.Seed = tf.settings(), *tf.discSteps, *tf.seed
 	cfg.Value.Batch, cfg.Value.InitBatch, cfg.Policy.Batch = *tf.batch, *tf.batch, *tf.batch
+	cfg.Value.AbsorbingFalls = *tf.absorbingFalls
 	cfg.ValueSteps, cfg.PolicySteps = *tf.valueSteps, *tf.policySteps
 
 	data, err := tf.load(stdout)

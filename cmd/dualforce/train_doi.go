@@ -65,6 +65,7 @@ func runTrainDOI(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	cfg := def
 	cfg.Run, cfg.DiscSteps, cfg.Seed, cfg.Skills = tf.settings(), *tf.discSteps, *tf.seed, *nSkills
 	cfg.Value.Batch, cfg.Value.InitBatch, cfg.Policy.Batch = *tf.batch, *tf.batch, *tf.batch
+	cfg.Value.AbsorbingFalls = *tf.absorbingFalls
 	cfg.ValueSteps, cfg.PolicySteps, cfg.Epsilon, cfg.FixedMu = *tf.valueSteps, *tf.policySteps, *eps, *dagger
 	if *disdain > 0 {
 		cfg.DISDAIN, cfg.Ensemble = *disdain, *ensemble

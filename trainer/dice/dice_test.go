@@ -2,6 +2,7 @@ package dice
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -156,7 +157,7 @@ func TestWeightsAreTheWholeSetSoftmax(t *testing.T) {
 
 // directDelta is delta_i = r_i + gamma (1 - terminal_i) V(s'_i) - V(s_i),
 // one transition at a time through the value network.
-func directDelta(v *Value, data *dataset.Offline, reward []float32, gamma float64) []float64 {
+func directDelta(v *Value, data *dataset.Offline, reward []float32, gamma, fallValue float64) []float64 {
 	var tape nn.Tape[float32]
 	d := data.ObsDim
 	delta := make([]float64, data.Len())
@@ -164,7 +165,7 @@ func directDelta(v *Value, data *dataset.Offline, reward []float32, gamma float6
 		vn := float64(v.V.Net.Forward(&tape, data.NextObs[i*d:(i+1)*d], 1)[0])
 		vs := float64(v.V.Net.Forward(&tape, data.Obs[i*d:(i+1)*d], 1)[0])
 		if data.Terminal[i] {
-			vn = 0
+			vn = fallValue
 		}
 		delta[i] = float64(reward[i]) + gamma*vn - vs
 	}
@@ -179,7 +180,7 @@ func checkWholeSetSoftmax(t *testing.T, data *dataset.Offline, reward []float32)
 		}
 	}
 	w := append([]float64(nil), weights(t, v)...)
-	delta := directDelta(v, data, reward, 0.99)
+	delta := directDelta(v, data, reward, 0.99, 0)
 	lse := math.Inf(-1)
 	for _, d := range delta {
 		lse = math.Max(lse, d) + math.Log1p(math.Exp(-math.Abs(lse-d)))
@@ -213,11 +214,18 @@ func terminalSet(n int, seed uint64) (*dataset.Offline, []float32) {
 }
 
 // TestTerminalsAndTimeoutsRowByRow: a terminal transition does not
-// bootstrap from V(s'), a timeout does. Checked row by row on a set that
-// has both, against delta computed one transition at a time: in the
-// whole-set weights (delta itself) and in the value step (its batch loss,
-// recomputed from the same draws).
+// bootstrap from V(s'), a timeout does; with AbsorbingFalls a terminal's
+// next state is worth the set's lowest reward forever instead of 0. Checked
+// row by row on a set that has both, against delta computed one transition
+// at a time: in the whole-set weights (delta itself) and in the value step
+// (its batch loss, recomputed from the same draws).
 func TestTerminalsAndTimeoutsRowByRow(t *testing.T) {
+	for _, absorbing := range []bool{false, true} {
+		t.Run(fmt.Sprintf("absorbing falls %v", absorbing), func(t *testing.T) { checkTerminalsAndTimeouts(t, absorbing) })
+	}
+}
+
+func checkTerminalsAndTimeouts(t *testing.T, absorbing bool) {
 	data, reward := terminalSet(1500, 4)
 	terminals, timeouts := 0, 0
 	for i := range data.Terminal {
@@ -225,6 +233,11 @@ func TestTerminalsAndTimeoutsRowByRow(t *testing.T) {
 		timeouts += b2i(data.Timeout[i])
 	}
 	cfg := smallConfig()
+	cfg.AbsorbingFalls = absorbing
+	fallValue := 0.0
+	if absorbing {
+		fallValue = float64(slices.Min(reward)) / (1 - cfg.Gamma)
+	}
 	v := newValue(t, data, reward, cfg)
 	for range 30 {
 		if _, err := v.Step(); err != nil {
@@ -234,7 +247,7 @@ func TestTerminalsAndTimeoutsRowByRow(t *testing.T) {
 	// V must tell the rows apart for the check to bite: at a row where
 	// V(s') is 0 a wrong mask would go unnoticed.
 	_ = weights(t, v)
-	want := directDelta(v, data, reward, cfg.Gamma)
+	want := directDelta(v, data, reward, cfg.Gamma, fallValue)
 	checked := 0
 	for i, got := range v.Delta() {
 		if data.Terminal[i] || data.Timeout[i] {
@@ -269,7 +282,7 @@ func TestTerminalsAndTimeoutsRowByRow(t *testing.T) {
 	for k := range init {
 		init[k] = starts[draws.IntN(len(starts))]
 	}
-	all := directDelta(v2, data, reward, cfg.Gamma)
+	all := directDelta(v2, data, reward, cfg.Gamma, fallValue)
 	batch := make([]float64, len(rows))
 	for k, i := range rows {
 		batch[k] = all[i]

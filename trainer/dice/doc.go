@@ -9,7 +9,9 @@
 // per-iteration diagnostics (effective sample size, largest weight, the
 // paper's off-policy KL estimate, and, kept apart, the weight mass on
 // expert transitions). With R = r_E (the discriminator's reward) this is
-// SMODICE.
+// SMODICE. ValueConfig.AbsorbingFalls (ours, off by default) replaces the
+// terminal's 0 by the value of staying at the set's lowest reward, min R /
+// (1-gamma), so that with a mostly negative reward a fall is not a way out.
 //
 // The trainer never sees which transitions are expert ones: dataset.Offline
 // has no such column and ExpertMass, the only reader of the labels, is a
