@@ -82,6 +82,7 @@ func runTrainDualForce(ctx context.Context, args []string, stdout, stderr io.Wri
 	l0 := fs.Float64("l0", 0, "VdW distance scale l0 (default: the task's)")
 	eps := fs.Float64("eps", 0, "imitation-constraint bound eps (default: the task's)")
 	absorbingFalls := fs.Bool("absorbing-falls", false, absorbingFallsUsage)
+	betaClip := fs.Float64("beta-clip", 0, "clip each skill's VdW reward to its mean +- this many standard deviations over the offline set (ours, an experiment; 0: the paper's reward)")
 	muKP := fs.Float64("mu-kp", 0, "proportional gain on the constraint violation added to each multiplier (0: the paper's multiplier)")
 	iters := fs.Int("iters", def.Run.Iterations, "outer iterations")
 	batch := fs.Int("batch", def.Value.Batch, "transitions per value and policy step")
@@ -108,6 +109,8 @@ func runTrainDualForce(ctx context.Context, args []string, stdout, stderr io.Wri
 		return usagef("--l0 %v, --eps %v: want positive values (0 for the task's)", *l0, *eps)
 	case !(*muKP >= 0) || math.IsInf(*muKP, 1):
 		return usagef("--mu-kp %v: want a finite gain >= 0", *muKP)
+	case !(*betaClip >= 0) || math.IsInf(*betaClip, 1):
+		return usagef("--beta-clip %v: want a finite number of standard deviations >= 0", *betaClip)
 	}
 	if *bankPath == "" {
 		*bankPath = filepath.Join(*out, "bank.npz")
@@ -130,7 +133,7 @@ func runTrainDualForce(ctx context.Context, args []string, stdout, stderr io.Wri
 		return err
 	}
 	cfg.Seed, cfg.Skills, cfg.Run = *seed, *nSkills, trainrun.Settings{Iterations: *iters, CheckpointEvery: *every}
-	cfg.Loop.ValueSteps, cfg.Loop.PolicySteps, cfg.Loop.MuKP = *valueSteps, *policySteps, *muKP
+	cfg.Loop.ValueSteps, cfg.Loop.PolicySteps, cfg.Loop.MuKP, cfg.Loop.BetaClip = *valueSteps, *policySteps, *muKP, *betaClip
 	if *l0 > 0 {
 		cfg.Loop.L0 = *l0
 	}

@@ -64,6 +64,13 @@ type Config struct {
 	// diversity term take over while the constraint holds and then overshoots it. 0 is the
 	// paper's multiplier.
 	MuKP float64 `json:"mu_kp,omitempty"`
+	// BetaClip, when positive, clips each skill's VdW reward beta to its
+	// mean +- BetaClip standard deviations over the offline set (ours, an
+	// experiment): beta is linear in the features, and the random
+	// behaviour's most extreme states drew a skill whose reward was mostly
+	// beta onto a few transitions (ESS about 2000 -> 24). 0 is the paper's
+	// beta.
+	BetaClip float64 `json:"beta_clip,omitempty"`
 	// MinAlpha floors the Polyak rate alpha_k = max(1/k, MinAlpha) (ours).
 	MinAlpha float64 `json:"min_alpha"`
 	// ValueSteps and PolicySteps are gradient steps per skill and outer
@@ -158,7 +165,7 @@ func New(cfg Config, in Inputs, skills []Skill, rng *rand.Rand) (*Loop, error) {
 	if len(skills) < 2 {
 		return nil, fmt.Errorf("%w: %d skills, need at least 2", ErrConfig, len(skills))
 	}
-	if !(cfg.L0 > 0) || !(cfg.MuLR >= 0) || !(cfg.MuKP >= 0) || math.IsInf(cfg.MuKP, 1) || !(cfg.MinAlpha > 0 && cfg.MinAlpha <= 1) ||
+	if !(cfg.L0 > 0) || !(cfg.MuLR >= 0) || !(cfg.MuKP >= 0) || math.IsInf(cfg.MuKP, 1) || !(cfg.BetaClip >= 0) || math.IsInf(cfg.BetaClip, 1) || !(cfg.MinAlpha > 0 && cfg.MinAlpha <= 1) ||
 		cfg.ValueSteps < 0 || cfg.PolicySteps < 0 || cfg.MuInit < -skillset.MuBound || cfg.MuInit > skillset.MuBound {
 		return nil, fmt.Errorf("%w: %+v", ErrConfig, cfg)
 	}
@@ -235,6 +242,9 @@ func (l *Loop) Iterate() (Metrics, error) {
 	for i := range ns {
 		sigmas[i] = l.sigma(i)
 		Reward(l.in.Phi, force[i], l.beta[i])
+		if k := l.cfg.BetaClip; k > 0 {
+			ClipTails(l.beta[i], k)
+		}
 		Mix(l.beta[i], l.in.RE, sigmas[i], l.reward[i])
 	}
 

@@ -234,6 +234,8 @@ func TestNewRefusesBadInput(t *testing.T) {
 		{"multiplier start out of bounds", func(c *Config, _ *Inputs, _ *int) { c.MuInit = 4 }, ErrConfig},
 		{"negative proportional gain", func(c *Config, _ *Inputs, _ *int) { c.MuKP = -1 }, ErrConfig},
 		{"NaN proportional gain", func(c *Config, _ *Inputs, _ *int) { c.MuKP = math.NaN() }, ErrConfig},
+		{"negative beta clip", func(c *Config, _ *Inputs, _ *int) { c.BetaClip = -1 }, ErrConfig},
+		{"NaN beta clip", func(c *Config, _ *Inputs, _ *int) { c.BetaClip = math.NaN() }, ErrConfig},
 		{"negative steps", func(c *Config, _ *Inputs, _ *int) { c.ValueSteps = -1 }, ErrConfig},
 		{"features of another length", func(_ *Config, in *Inputs, _ *int) { in.Phi = in.Phi[:2] }, ErrConfig},
 		{"no transitions", func(_ *Config, in *Inputs, _ *int) { in.Phi, in.RE = nil, nil }, ErrConfig},

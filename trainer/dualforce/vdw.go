@@ -50,6 +50,25 @@ func Reward(phi []float32, g []float64, dst []float32) {
 	}
 }
 
+// ClipTails clips every value of x to mean +- k standard deviations of x.
+func ClipTails(x []float32, k float64) {
+	if len(x) == 0 {
+		return
+	}
+	var sum, sq float64
+	for _, v := range x {
+		sum += float64(v)
+		sq += float64(v) * float64(v)
+	}
+	n := float64(len(x))
+	mean := sum / n
+	sd := math.Sqrt(max(sq/n-mean*mean, 0))
+	lo, hi := float32(mean-k*sd), float32(mean+k*sd)
+	for i, v := range x {
+		x[i] = min(max(v, lo), hi)
+	}
+}
+
 // Mix writes the skill's reward R = (1 - sigma) beta + sigma rE, sigma =
 // sigmoid(mu), into dst.
 func Mix(beta, rE []float32, sigma float64, dst []float32) {

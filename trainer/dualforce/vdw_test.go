@@ -3,6 +3,7 @@ package dualforce
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/dualforce/dualforce/trainer/internal/gradcheck"
@@ -246,4 +247,20 @@ func scaled(dist []float64, l0 float64) []float64 {
 		out[i] = l / l0
 	}
 	return out
+}
+
+func TestClipTails(t *testing.T) {
+	x := []float32{0, 0, 0, 0, 0, 0, 0, 0, 0, 10}
+	// mean 1, standard deviation 3: clipped to [1 - 3k, 1 + 3k].
+	for _, tc := range []struct {
+		k    float64
+		last float32
+	}{{1, 4}, {2, 7}, {4, 10}} {
+		y := slices.Clone(x)
+		ClipTails(y, tc.k)
+		if y[9] != tc.last || y[0] != 0 {
+			t.Errorf("k %g: %v, want the 10 clipped to %g and the zeros kept", tc.k, y, tc.last)
+		}
+	}
+	ClipTails(nil, 1)
 }
