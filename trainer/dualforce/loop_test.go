@@ -260,3 +260,28 @@ func TestNewRefusesBadInput(t *testing.T) {
 		})
 	}
 }
+
+// With BetaClip the rewards the skills get hold the clipped VdW reward: a state whose feature
+// lies far out (9 among -1 and zeros: mean 0.8, standard deviation 2.75) gets beta at the
+// mean + 1 sd, a state inside keeps its own; without it the ratio stays the features' -9.
+func TestBetaClipBoundsTheDiversityReward(t *testing.T) {
+	phi := []float32{-1, 0, 0, 0, 0, 0, 0, 0, 0, 9}
+	w := [][]float64{{1, 0, 0, 0, 0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0, 0, 0, 0, 1}}
+	sd := math.Sqrt(8.2 - 0.8*0.8)
+	for _, tc := range []struct {
+		clip, ratio float64
+	}{{0, -9}, {1, -(0.8 + sd)}} {
+		in := Inputs{Phi: phi, PhiDim: 1, RE: make([]float32, len(phi))}
+		cfg := DefaultConfig()
+		cfg.BetaClip = tc.clip
+		l, ss, _ := scriptedLoop(t, cfg, w, in)
+		if _, err := l.Iterate(); err != nil {
+			t.Fatal(err)
+		}
+		for i, s := range ss {
+			if got := float64(s.reward[9] / s.reward[0]); math.Abs(got-tc.ratio) > 1e-4 {
+				t.Errorf("clip %g, skill %d: R(far state) / R(phi -1) = %g, want %g (rewards %v)", tc.clip, i, got, tc.ratio, s.reward)
+			}
+		}
+	}
+}
