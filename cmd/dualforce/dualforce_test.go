@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/dualforce/dualforce/skills"
+	"github.com/dualforce/dualforce/trainer/checkpoint"
 	dfloop "github.com/dualforce/dualforce/trainer/dualforce"
 	trainrun "github.com/dualforce/dualforce/trainer/run"
 )
@@ -79,5 +81,28 @@ func TestTrainDualForce(t *testing.T) {
 	}
 	if code, _, stderr := dualforce("train", "dualforce", "--offline", data, "--smodice", smodiceRun, "--out", out); code != 2 || !strings.Contains(stderr, "--fre") {
 		t.Errorf("missing --fre: exit %d, %s", code, stderr)
+	}
+
+	// --absorbing-falls and --beta-clip reach the configuration the run keeps (and compares
+	// on --resume); a negative clip is refused.
+	ours := filepath.Join(dir, "ours")
+	mustRun(t, slices.Concat(tiny, []string{"--out", ours, "--iters", "1", "--absorbing-falls", "--beta-clip", "2"})...)
+	ck, err := checkpoint.Read(filepath.Join(ours, trainrun.CheckpointFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var saved trainrun.SavedConfig
+	var cfg dfloop.TrainConfig
+	if err := json.Unmarshal(ck.Config, &saved); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(saved.Config, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Value.AbsorbingFalls || cfg.Loop.BetaClip != 2 {
+		t.Errorf("stored config: absorbing falls %v, beta clip %g; want true and 2", cfg.Value.AbsorbingFalls, cfg.Loop.BetaClip)
+	}
+	if code, _, stderr := dualforce(slices.Concat(tiny, []string{"--out", refused, "--beta-clip", "-1"})...); code != 2 || !strings.Contains(stderr, "--beta-clip") {
+		t.Errorf("--beta-clip -1: exit %d, %s", code, stderr)
 	}
 }

@@ -91,6 +91,16 @@ func TestTrainResumeExport(t *testing.T) {
 	if _, err := bank.ByName(smodice.ExpertLatentName); err != nil || bank.Contract.Layout.Name != skills.LayoutLocomotion48 {
 		t.Fatalf("exported bank: %v, layout %q", err, bank.Contract.Layout.Name)
 	}
+	if ck, err := smodice.Read(filepath.Join(straight, trainrun.CheckpointFile)); err != nil || ck.Config.Value.AbsorbingFalls {
+		t.Fatalf("default run: %v, absorbing falls %v (want the spec's terminal value)", err, err == nil && ck.Config.Value.AbsorbingFalls)
+	}
+
+	// --absorbing-falls reaches the value learner's configuration the run keeps.
+	absorbing := filepath.Join(dir, "absorbing")
+	mustRun(t, append(common, "--out", absorbing, "--iters", "1", "--absorbing-falls")...)
+	if ck, err := smodice.Read(filepath.Join(absorbing, trainrun.CheckpointFile)); err != nil || !ck.Config.Value.AbsorbingFalls {
+		t.Fatalf("--absorbing-falls run: %v, stored absorbing falls false", err)
+	}
 }
 
 func TestFitBC(t *testing.T) {
