@@ -33,8 +33,9 @@ normalised as clip(r / scale, -1, 1), one scale stored with the encoder. Writes 
 The defaults are the reference implementation's sizes and schedule (width 128, latent 128,
 decoder 512, batch 512, 150000 steps), except the KL weight (0.001, see trainer/fre). One step
 at batch 512 takes about 1 s on two quiet cores (PyTorch's CPU step: 1.2-1.3 s), so the
-default schedule (about 42 hours) is far beyond the 45-minute goal; until smaller defaults are measured to do as well, choose --batch, --width,
---latent, --decoder and --steps for the time you have.
+default schedule (about 42 hours) is far beyond the 45-minute goal; until smaller defaults are
+measured to do as well, choose --batch, --width, --latent, --decoder and --steps for the time
+you have.
 
 Every input is checked before training starts (NaN or Inf states, a dataset whose layout is
 not the task's, a SMODICE run of another layout or other data). --resume continues a run

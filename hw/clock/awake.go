@@ -13,8 +13,8 @@ import (
 
 // KeepAwake keeps the given CPUs (none given: every CPU) from going idle until ctx is done: on
 // each, a thread at the SCHED_IDLE policy (below every ordinary and real-time thread, so it
-// runs only when the CPU would otherwise idle) busy-loops. It returns when ctx is done, or, with the error and every
-// thread stopped, as soon as one cannot be placed.
+// runs only when the CPU would otherwise idle) busy-loops. It returns when ctx is done, or,
+// with the error and every thread stopped, as soon as one cannot be placed.
 //
 // Why: on a virtual machine an idle CPU halts, and waking it (a timer, a packet for the control
 // loop) goes through the hypervisor, which may take milliseconds to run it again. Measured on
