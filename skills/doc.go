@@ -16,7 +16,8 @@
 //   - the skill-bank file format v2 (an .npz zip with a manifest.json member;
 //     per-latent numbers, the FRE encoder and its anchors as arrays), its
 //     atomic writer that enforces the reader's limits, and its validating
-//     reader, which also reads format v1;
+//     reader, which also reads format v1; Merge, the skills of several banks
+//     of one data set in one bank;
 //   - skill recall by index, tag, name or nearest latent, and the names of
 //     observation elements an operator's reward weighs ("joint_pos.FL_KFE").
 //

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -14,13 +15,15 @@ import (
 
 func init() {
 	register(command{name: "bank", summary: "work with skill banks (inspect: the latents and what evaluation measured of them)",
-		run: methods(bankUsage, "bank subcommand", map[string]runFunc{"inspect": runBankInspect})})
+		run: methods(bankUsage, "bank subcommand", map[string]runFunc{"inspect": runBankInspect, "merge": runBankMerge})})
 }
 
 const bankUsage = `Usage: dualforce bank <subcommand> [flags] [arguments]
 
 Subcommands:
   inspect <bank.npz>   check a skill bank and summarise its latents and their measurements
+  merge --out FILE <bank.npz>...
+                       one bank holding the slots and latents of several banks of one data set
 `
 
 const bankInspectUsage = `Usage: dualforce bank inspect [--top N] <bank.npz>
@@ -59,6 +62,64 @@ func runBankInspect(_ context.Context, args []string, stdout, stderr io.Writer) 
 	fmt.Fprintf(stdout, "bank: %s\n", fs.Arg(0))
 	return writeBankSummary(stdout, b, *top)
 }
+
+const bankMergeUsage = `Usage: dualforce bank merge --out FILE <bank.npz> <bank.npz>...
+
+Writes one bank holding every slot and latent of the given banks, in order: skills trained by
+different runs on one data set (several seeds, a Dual-Force run and a SMODICE-expert, behaviour
+clones) side by side, for the runtime to start with, switch between and recall by what they
+were measured to do. The banks must share their contract (layout, normaliser, feature
+projection, gains, rates: trained on the same data set) and latent width, and carry the same FRE
+encoder or none.
+
+The merged bank is unevaluated: each source was judged against its own filter and rollouts, so
+online returns and successor features, filter results and goal rates are dropped (tags are kept;
+an evaluation replaces the measured ones). Evaluate it with 'dualforce eval --write-bank' (and
+--expert, the SMODICE-expert bank whose return sets the filter). A latent name used in more
+than one bank gets the bank's file name (without .npz) prepended, "file/name". The output is
+written atomically; nothing is written when a check fails.
+`
+
+func runBankMerge(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("bank merge", bankMergeUsage, stderr)
+	out := fs.String("out", "", "bank to write (required)")
+	if err := parseFlags(fs, args, oneOrMore); err != nil {
+		return err
+	}
+	switch {
+	case *out == "":
+		return usagef("--out is required")
+	case fs.NArg() < 2:
+		return usagef("want two or more banks to merge, got %d", fs.NArg())
+	}
+	if err := checkOutputFiles(*out); err != nil {
+		return err
+	}
+	banks := make([]*skills.Bank, fs.NArg())
+	labels := make([]string, fs.NArg())
+	for i, path := range fs.Args() {
+		b, err := skills.ReadBank(path)
+		if err != nil {
+			return err
+		}
+		banks[i], labels[i] = b, strings.TrimSuffix(filepath.Base(path), ".npz")
+	}
+	merged, err := skills.Merge(mergeProducer, labels, banks...)
+	if err != nil {
+		return err
+	}
+	if err := createParents(*out); err != nil {
+		return err
+	}
+	if err := skills.WriteBank(*out, merged); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "bank: %s\n", *out)
+	return writeBankSummary(stdout, merged, 0)
+}
+
+// mergeProducer is the producer of a merged bank.
+const mergeProducer = "dualforce bank merge"
 
 // highGoalRate is the goal rate the summary counts latents at or above, the robustness
 // experiment's bar (issue 16, Q3).

@@ -133,3 +133,58 @@ func TestRankedLatents(t *testing.T) {
 		t.Fatalf("Best is %+v (%v), the ranking's first %d", best, err, got[0])
 	}
 }
+
+// bank merge writes one bank of both banks' skills, evaluable as any; incompatible banks, a
+// single bank or a missing --out are refused and nothing is written.
+func TestBankMerge(t *testing.T) {
+	dir := t.TempDir()
+	var a, b [skills.NumJoints]float32
+	b[0] = 0.5
+	nav := skillstest.Navigation(t)
+	paths := map[string]*skills.Bank{
+		"one.npz":  skillstest.ConstantSlots(t, nav, a),
+		"two.npz":  skillstest.ConstantSlots(t, nav, a, b),
+		"loco.npz": skillstest.ConstantSlots(t, skillstest.Locomotion(t), a),
+	}
+	for name, bank := range paths {
+		if err := skills.WriteBank(filepath.Join(dir, name), bank); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in := func(name string) string { return filepath.Join(dir, name) }
+	out := in("sub/merged.npz")
+	stdout := mustRun(t, "bank", "merge", "--out", out, in("one.npz"), in("two.npz"))
+	merged, err := skills.ReadBank(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(merged.Slots) != 3 || len(merged.Latents) != 3 || merged.Producer != mergeProducer {
+		t.Fatalf("merged bank: %d slots, %d latents, producer %q", len(merged.Slots), len(merged.Latents), merged.Producer)
+	}
+	for _, want := range []string{"bank: " + out, "3 slots, 3 latents", "one/constant0", "two/constant0", "constant1"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("bank merge printed %q, missing %q", stdout, want)
+		}
+	}
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"incompatible", []string{"--out", in("bad.npz"), in("one.npz"), in("loco.npz")}, "different contracts"},
+		{"one bank", []string{"--out", in("bad.npz"), in("one.npz")}, "two or more banks"},
+		{"no out", []string{in("one.npz"), in("two.npz")}, "--out is required"},
+		{"missing bank", []string{"--out", in("bad.npz"), in("one.npz"), in("none.npz")}, "none.npz"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := dualforce(append([]string{"bank", "merge"}, tc.args...)...)
+			if code == 0 || !strings.Contains(stderr, tc.want) {
+				t.Fatalf("exit %d, stderr %q, want %q", code, stderr, tc.want)
+			}
+			if _, err := os.Stat(in("bad.npz")); err == nil {
+				t.Error("a refused merge wrote its output")
+			}
+		})
+	}
+}

@@ -1,0 +1,90 @@
+package skills
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+)
+
+// ErrIncompatible reports banks that cannot be merged into one: their skills were trained for
+// different observations, actions or encoders.
+var ErrIncompatible = errors.New("skills: banks not compatible")
+
+// Merge returns one bank holding every slot and latent of banks, in order: bank j's slots follow
+// those of the banks before it, and its latents point at them. The banks must share their
+// contract (the same layout, normaliser, feature projection, gains and rates: trained on one
+// data set) and latent width, and carry the same FRE encoder or none; the merged bank carries
+// it. What an evaluation measured (returns, online successor features, filter, goal rates) is
+// dropped: each bank was judged against its own filter and rollouts, so the merged bank is
+// evaluated afresh (which also replaces the measured tags; the others are kept). A latent name that
+// another bank also uses gets the bank's label prepended ("label/name"); labels (one per bank,
+// e.g. the file names) must then differ. The result is validated.
+func Merge(producer string, labels []string, banks ...*Bank) (*Bank, error) {
+	if len(banks) < 2 {
+		return nil, fmt.Errorf("%w: merging %d banks, want 2 or more", ErrIncompatible, len(banks))
+	}
+	if len(labels) != len(banks) {
+		return nil, fmt.Errorf("skills: %d labels for %d banks", len(labels), len(banks))
+	}
+	first := banks[0]
+	contract, err := json.Marshal(&first.Contract)
+	if err != nil {
+		return nil, fmt.Errorf("skills: contract of bank %q: %w", labels[0], err)
+	}
+	merged := &Bank{Producer: producer, Contract: first.Contract, LatentDim: first.LatentDim, FRE: first.FRE}
+	uses := make(map[string]int)
+	for _, b := range banks {
+		for _, l := range b.Latents {
+			if l.Info.Name != "" {
+				uses[l.Info.Name]++
+			}
+		}
+	}
+	for j, b := range banks {
+		if err := b.Validate(); err != nil {
+			return nil, fmt.Errorf("skills: bank %q: %w", labels[j], err)
+		}
+		if j > 0 {
+			if err := compatible(first, b, contract); err != nil {
+				return nil, fmt.Errorf("%w: %q and %q: %w", ErrIncompatible, labels[0], labels[j], err)
+			}
+		}
+		base := len(merged.Slots)
+		merged.Slots = append(merged.Slots, b.Slots...)
+		for _, l := range b.Latents {
+			info := l.Info
+			info.Skill += base
+			info.OnlineReturn, info.OnlinePsi, info.PassedFilter, info.GoalRate = nil, nil, nil, nil
+			if uses[info.Name] > 1 {
+				info.Name = labels[j] + "/" + info.Name
+			}
+			merged.Latents = append(merged.Latents, Latent{Info: info, Z: l.Z})
+		}
+	}
+	if err := merged.Validate(); err != nil {
+		return nil, fmt.Errorf("skills: merged bank: %w", err)
+	}
+	return merged, nil
+}
+
+// compatible reports how b differs from first in what a merged bank must share; contract is
+// first's contract as JSON, the form a bank stores it in.
+func compatible(first, b *Bank, contract []byte) error {
+	c, err := json.Marshal(&b.Contract)
+	if err != nil {
+		return err
+	}
+	switch {
+	case !bytes.Equal(contract, c):
+		return errors.New("different contracts (layout, normaliser, features, gains or rates): trained on different data")
+	case b.LatentDim != first.LatentDim:
+		return fmt.Errorf("latents of %d and %d values", first.LatentDim, b.LatentDim)
+	case (first.FRE == nil) != (b.FRE == nil):
+		return errors.New("one carries an FRE encoder, the other none")
+	case first.FRE != nil && !reflect.DeepEqual(first.FRE, b.FRE):
+		return errors.New("different FRE encoders")
+	}
+	return nil
+}

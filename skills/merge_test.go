@@ -1,0 +1,111 @@
+package skills_test
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dualforce/dualforce/skills"
+	"github.com/dualforce/dualforce/skills/skillstest"
+)
+
+// Merging puts the banks' slots side by side, points each latent at its own slot, keeps names
+// unique, drops what an evaluation measured and keeps the shared encoder; every action a merged
+// latent produces is the one its source bank produced.
+func TestMerge(t *testing.T) {
+	c := skillstest.Navigation(t)
+	var a0, a1, a2 [skills.NumJoints]float32
+	a0[0], a1[0], a2[0] = 0.1, 0.2, 0.3
+	first := skillstest.ConstantSlots(t, c, a0, a1)
+	second := skillstest.ConstantSlots(t, c, a2)
+	fre := skillstest.ConstantFRE(t, c, []float32{1, 0})
+	first.FRE, second.FRE = fre, fre
+	ret, yes := 4.0, true
+	first.Latents[1].Info.OnlineReturn, first.Latents[1].Info.PassedFilter = &ret, &yes
+	first.Latents[1].Info.GoalRate = map[string]float32{"obstacle": 1}
+	first.Latents[1].Info.Tags = []string{"bc"}
+
+	m, err := skills.Merge("test merge", []string{"first", "second"}, first, second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Slots) != 3 || len(m.Latents) != 3 || m.FRE == nil || m.Producer != "test merge" {
+		t.Fatalf("merged %d slots, %d latents, FRE %v, producer %q", len(m.Slots), len(m.Latents), m.FRE != nil, m.Producer)
+	}
+	wantNames := []string{"first/constant0", "constant1", "second/constant0"}
+	for i, l := range m.Latents {
+		if l.Info.Name != wantNames[i] {
+			t.Errorf("latent %d named %q, want %q", i, l.Info.Name, wantNames[i])
+		}
+	}
+	if l := m.Latents[1].Info; l.OnlineReturn != nil || l.PassedFilter != nil || l.GoalRate != nil || len(l.Tags) != 1 {
+		t.Errorf("latent 1 keeps measurements %+v (want none, and its tag)", l)
+	}
+	obs := make([]float32, c.Layout.Dim())
+	for i, want := range []float32{0.1, 0.2, 0.3} {
+		l := m.Latents[i]
+		if l.Info.Skill != i {
+			t.Fatalf("latent %d points at slot %d", i, l.Info.Skill)
+		}
+		p, err := skills.NewPolicy(m.Slots[l.Info.Skill].Policy, len(obs), m.LatentDim, skills.NumJoints)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.SetLatent(l.Z); err != nil {
+			t.Fatal(err)
+		}
+		act := make([]float32, skills.NumJoints)
+		if err := p.Act(obs, act); err != nil {
+			t.Fatal(err)
+		}
+		if act[0] != want {
+			t.Errorf("latent %d acts %v, want %v", i, act[0], want)
+		}
+	}
+	// The sources are untouched.
+	if first.Latents[1].Info.OnlineReturn == nil || first.Latents[0].Info.Name != "constant0" {
+		t.Error("Merge changed a source bank")
+	}
+}
+
+// Banks of different data, widths or encoders are refused with the reason.
+func TestMergeRefuses(t *testing.T) {
+	c := skillstest.Navigation(t)
+	var a [skills.NumJoints]float32
+	base := func() *skills.Bank { return skillstest.ConstantSlots(t, c, a) }
+	otherData := base()
+	otherData.Contract.Normaliser.Mean = slices.Clone(c.Normaliser.Mean) // the contracts share c's slices
+	otherData.Contract.Normaliser.Mean[0] += 1
+	loco := skillstest.ConstantSlots(t, skillstest.Locomotion(t), a)
+	withFRE := base()
+	withFRE.FRE = skillstest.ConstantFRE(t, c, []float32{1, 0})
+	otherFRE := base()
+	otherFRE.FRE = skillstest.ConstantFRE(t, c, []float32{0, 1})
+	for _, tc := range []struct {
+		name   string
+		banks  []*skills.Bank
+		labels []string
+		want   string
+	}{
+		{"one bank", []*skills.Bank{base()}, []string{"a"}, "want 2 or more"},
+		{"labels", []*skills.Bank{base(), base()}, []string{"a"}, "1 labels for 2 banks"},
+		{"normaliser", []*skills.Bank{base(), otherData}, []string{"a", "b"}, "different contracts"},
+		{"layout", []*skills.Bank{base(), loco}, []string{"a", "b"}, "different contracts"},
+		{"FRE on one", []*skills.Bank{base(), withFRE}, []string{"a", "b"}, "the other none"},
+		{"FRE differs", []*skills.Bank{withFRE, otherFRE}, []string{"a", "b"}, "different FRE encoders"},
+		{"same labels, same names", []*skills.Bank{base(), base()}, []string{"a", "a"}, "both named"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := skills.Merge("test", tc.labels, tc.banks...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err %v, want %q", err, tc.want)
+			}
+			if strings.Contains(tc.want, "different") || strings.Contains(tc.want, "none") {
+				if !errors.Is(err, skills.ErrIncompatible) {
+					t.Errorf("%v is not ErrIncompatible", err)
+				}
+			}
+		})
+	}
+}
