@@ -59,7 +59,7 @@ func (c *Core) apply(in *Input, cmd *corebus.Command) (bool, string) {
 		return true, ""
 	case corebus.KindGoal:
 		c.goal = [3]float64{cmd.Goal.X, cmd.Goal.Y, cmd.Goal.Yaw}
-		c.switcher.restartProgress()
+		c.switcher.newRoute()
 		return true, ""
 	case corebus.KindHeartbeat:
 		return true, ""

@@ -455,7 +455,7 @@ func (c *Core) startRun(now time.Duration, reason string) {
 	c.targets = c.held
 	c.prevAction = [12]float32{}
 	c.blending = false
-	c.switcher.restartProgress()
+	c.switcher.newRoute()
 	c.enter(PhaseRun, now, reason)
 }
 

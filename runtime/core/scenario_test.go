@@ -227,8 +227,11 @@ type scenario struct {
 	// viaBankFile: start writes the measures into the bank's latent metadata and loads the
 	// bank read back from its file, so that the core reads them with LatentMeasures.
 	viaBankFile bool
-	counts      [8]int // events by kind
-	triggers    [3]int // skill switches by trigger
+	// fences are world-fixed walls (x, y0, y1: thin across x, from y0 to y1), drawn into the
+	// height map from the base's pose every tick while any stand.
+	fences   [][3]float64
+	counts   [8]int // events by kind
+	triggers [3]int // skill switches by trigger
 }
 
 func newScenario(t testing.TB) *scenario {
@@ -269,6 +272,26 @@ func (s *scenario) wall(routes corebus.Routes) {
 			h += 0.6
 		}
 		s.perc.HeightMap[i] = h
+	}
+}
+
+// fenceHalfThickness (m) makes a fence at least one height-map cell (0.1 m) thick.
+const fenceHalfThickness = 0.06
+
+// drawFences raises the height-map cells that fall on a fence, as seen from the base's pose, over
+// the flat ground wall(0) draws.
+func (s *scenario) drawFences() {
+	s.wall(0)
+	sin, cos := math.Sincos(s.perc.Yaw)
+	for i := range s.perc.HeightMap {
+		x, y := skills.HeightMapPoint(i)
+		px, py := s.perc.Position[0]+cos*x-sin*y, s.perc.Position[1]+sin*x+cos*y
+		for _, f := range s.fences {
+			if math.Abs(px-f[0]) <= fenceHalfThickness && py >= f[1] && py <= f[2] {
+				s.perc.HeightMap[i] += 0.6
+				break
+			}
+		}
 	}
 }
 
@@ -321,6 +344,9 @@ func (s *scenario) step() {
 	s.jmap.WriteSensor(&s.js, &s.sensor)
 	s.perc.Position[0] += s.velocity[0] * 0.001
 	s.perc.Position[1] += s.velocity[1] * 0.001
+	if len(s.fences) > 0 {
+		s.drawFences()
+	}
 }
 
 func (s *scenario) logf(format string, a ...any) {
@@ -388,6 +414,9 @@ func describe(ev *corebus.Event) string {
 //	run 1.5s                        step the link; a summary of the commands follows
 //	wall left,over | wall none      the height map shows a wall on those routes
 //	walk 0.5 0                      the base moves at (vx, vy) m/s in the world
+//	yaw 0.6                         the base turns to this yaw (rad)
+//	fence 1.0 0.4 2.4 | fence none  a 0.6 m wall fixed in the world, across x = 1.0 from
+//	                                y = 0.4 to 2.4 (the height map shows it from the base's pose)
 //	cmd skill 2 | cmd mode run | cmd estop | cmd estop_clear
 //	cmd recall base_ang_vel.z=1,base_lin_vel.x=0.5 [max=0.2]
 //	slider estop | slider ok        the slider box's E-stop
@@ -492,6 +521,24 @@ func (s *scenario) directive(f []string) error {
 	case "walk":
 		s.velocity[0], _ = strconv.ParseFloat(f[1], 64)
 		s.velocity[1], _ = strconv.ParseFloat(f[2], 64)
+	case "yaw":
+		s.perc.Yaw, _ = strconv.ParseFloat(f[1], 64)
+	case "fence":
+		if f[1] == "none" {
+			s.fences = nil
+			s.wall(0)
+			break
+		}
+		var fence [3]float64
+		for k := range fence {
+			v, err := strconv.ParseFloat(f[k+1], 64)
+			if err != nil {
+				return err
+			}
+			fence[k] = v
+		}
+		s.fences = append(s.fences, fence)
+		s.drawFences()
 	case "slider":
 		s.slider.Latched = f[1] == "estop"
 	case "cmd":

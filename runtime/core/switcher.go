@@ -9,7 +9,8 @@ import (
 )
 
 // SwitchConfig sets when a navigation skill gives way to another: when the height map shows a
-// wall on its route, or when it has made no progress towards the goal for a while.
+// wall on its route (Switcher says which side of the way to the goal a wall blocks), or when it
+// has made no progress towards the goal for a while.
 type SwitchConfig struct {
 	Enabled bool
 	// Clearance is how far (m) terrain may rise above the ground under the base before it counts
@@ -133,43 +134,63 @@ const (
 )
 
 // Switcher picks a skill whose route is clear when the running one's is blocked.
+//
+// Routes are sides of the line from where the run (or the current goal) began to the goal, not
+// of the robot's heading: a fence beside the box blocks the left way round wherever on that way
+// the robot stands and however it is turned, where in the robot's own frame the wall would lie
+// ahead of every sector. A route once seen blocked stays blocked until the next goal or run, so
+// that with both sides fenced the robot does not turn back to the side it just left.
 type Switcher struct {
 	cfg    SwitchConfig
-	sector [skills.HeightMapPoints]corebus.Routes // which route a height-map cell lies on
-	centre int                                    // the cell under the base: the ground reference
+	ahead  [skills.HeightMapPoints]bool // cells in front of the base, within cfg.Ahead
+	centre int                          // the cell under the base: the ground reference
 	last   time.Duration
 	armed  bool
+	// The route: the line from origin to the goal, set at the first policy tick of a run or goal;
+	// seen are the routes blocked since.
+	routeSet bool
+	origin   [2]float64
+	seen     corebus.Routes
 	// Progress towards the goal: the closest distance so far and when it was reached.
 	tracking   bool
 	closest    float64
 	progressAt time.Duration
 }
 
+// corridor is the half width (m) of the band along the line to the goal whose walls block the
+// way over the obstacle; walls further left or right block the way round on that side.
+const corridor = 0.15
+
 func newSwitcher(cfg SwitchConfig) Switcher {
 	s := Switcher{cfg: cfg}
 	best := 1e9
-	for i := range s.sector {
+	for i := range s.ahead {
 		x, y := skills.HeightMapPoint(i)
 		if d := x*x + y*y; d < best {
 			best, s.centre = d, i
 		}
-		if x <= 0.05 || x > cfg.Ahead {
-			continue
-		}
-		switch {
-		case y > 0.15:
-			s.sector[i] = corebus.RouteLeft
-		case y < -0.15:
-			s.sector[i] = corebus.RouteRight
-		default:
-			s.sector[i] = corebus.RouteOver
-		}
+		s.ahead[i] = x > 0.05 && x <= cfg.Ahead
 	}
 	return s
 }
 
 // restartProgress starts measuring progress afresh: a new skill, goal or run.
 func (s *Switcher) restartProgress() { s.tracking = false }
+
+// newRoute forgets the route and what blocked it: a new goal or run.
+func (s *Switcher) newRoute() {
+	s.routeSet, s.seen = false, 0
+	s.restartProgress()
+}
+
+// Where is the base and its goal, as the switcher needs them: position (m, world), yaw (rad)
+// and the goal's position.
+type Where struct {
+	X, Y, Yaw    float64
+	GoalX, GoalY float64
+}
+
+func (w *Where) distance() float64 { return math.Hypot(w.GoalX-w.X, w.GoalY-w.Y) }
 
 // stalled records the distance to the goal and reports whether the robot has not come
 // MinProgress closer for StallAfter.
@@ -180,40 +201,64 @@ func (s *Switcher) stalled(now time.Duration, dist float64) bool {
 	return s.cfg.StallAfter > 0 && dist > s.cfg.GoalRadius && now-s.progressAt >= s.cfg.StallAfter
 }
 
-// blocked returns the routes the height map shows a wall on.
-func (s *Switcher) blocked(hm *[skills.HeightMapPoints]float32) corebus.Routes {
+// blocked returns the routes the height map shows a wall on: cells ahead of the base whose
+// terrain rises more than Clearance above the ground under it, by which side of the route's
+// line they lie on.
+func (s *Switcher) blocked(hm *[skills.HeightMapPoints]float32, w *Where) corebus.Routes {
+	// The line's left normal; with the goal on the origin, the base's heading stands in.
+	ux, uy := w.GoalX-s.origin[0], w.GoalY-s.origin[1]
+	if n := math.Hypot(ux, uy); n > 1e-3 {
+		ux, uy = ux/n, uy/n
+	} else {
+		uy, ux = math.Sincos(w.Yaw)
+	}
+	sin, cos := math.Sincos(w.Yaw)
 	var r corebus.Routes
 	ground := hm[s.centre]
-	for i, d := range s.sector {
-		if d != 0 && float64(hm[i]-ground) > s.cfg.Clearance {
-			r |= d
+	for i, ahead := range s.ahead {
+		if !ahead || float64(hm[i]-ground) <= s.cfg.Clearance {
+			continue
+		}
+		x, y := skills.HeightMapPoint(i)
+		px, py := w.X+cos*x-sin*y-s.origin[0], w.Y+sin*x+cos*y-s.origin[1]
+		switch lateral := ux*py - uy*px; {
+		case lateral > corridor:
+			r |= corebus.RouteLeft
+		case lateral < -corridor:
+			r |= corebus.RouteRight
+		default:
+			r |= corebus.RouteOver
 		}
 	}
 	return r
 }
 
-// next decides whether the running bank skill gives way, and to which latent. dist is the
-// distance to the goal. The report says what was blocked, what was weighed, and why the winner.
+// next decides whether the running bank skill gives way, and to which latent. The report says
+// what was blocked, what was weighed, and why the winner.
 func (s *Switcher) next(now time.Duration, m Measured, latents int, active corebus.ActiveSkill,
-	hm *[skills.HeightMapPoints]float32, dist float64, rep *corebus.SwitchReport) (int, bool) {
+	hm *[skills.HeightMapPoints]float32, w *Where, rep *corebus.SwitchReport) (int, bool) {
 	if !s.cfg.Enabled || active.Source != corebus.SkillBank {
 		return 0, false
 	}
-	stalled := s.stalled(now, dist)
+	if !s.routeSet {
+		s.routeSet, s.origin = true, [2]float64{w.X, w.Y}
+	}
+	s.seen |= s.blocked(hm, w)
+	stalled := s.stalled(now, w.distance())
 	if s.armed && now-s.last < s.cfg.Cooldown {
 		return 0, false
 	}
 	cur := m.Route(active.Index)
-	blocked := s.blocked(hm)
 	switch {
-	case cur != 0 && blocked&cur != 0:
+	case cur != 0 && s.seen&cur != 0:
 		rep.Trigger = corebus.TriggerObstacle
 	case stalled:
 		rep.Trigger = corebus.TriggerNoProgress
-		blocked |= cur
+		s.seen |= cur
 	default:
 		return 0, false
 	}
+	blocked := s.seen
 	rep.Blocked, rep.World = blocked, MatchingWorld(blocked)
 	rep.Considered, rep.Chosen = 0, ""
 	stuck := m.OnlinePsi(active.Index)
