@@ -1,9 +1,11 @@
 package skills
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -264,5 +266,37 @@ func TestProjector(t *testing.T) {
 		if _, err := NewProjector(Locomotion48(), f); err == nil {
 			t.Errorf("NewProjector(%+v) accepted", f.Fields)
 		}
+	}
+}
+
+// A clip clamps standardised values to [-Clip, Clip] (a NaN stays NaN for the finiteness checks
+// after it); a negative or non-finite clip is refused; 0, no clip, is left out of the stored
+// contract, so that banks without one read and write as before.
+func TestNormaliserClip(t *testing.T) {
+	s := Stats{Mean: []float32{0, 0, 0, 0}, Std: []float32{1, 1, 0.01, 1}, Epsilon: 0.01, Clip: 5}
+	n, err := NewNormaliser(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := []float32{3, -7, 0.6, float32(math.NaN())} // the third: a 0.6 m wall where the data varied by 1 cm
+	if err := n.Apply(x); err != nil {
+		t.Fatal(err)
+	}
+	if x[0] != 3 || x[1] != -5 || x[2] != 5 || !math.IsNaN(float64(x[3])) {
+		t.Errorf("clipped = %v, want [3 -5 5 NaN]", x)
+	}
+	for _, bad := range []float32{-1, float32(math.NaN()), float32(math.Inf(1))} {
+		s.Clip = bad
+		if err := s.Validate(4); err == nil || !strings.Contains(err.Error(), "clip") {
+			t.Errorf("clip %v: %v, want refused", bad, err)
+		}
+	}
+	s.Clip = 0
+	js, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(js), "clip") {
+		t.Errorf("no clip stored as %s", js)
 	}
 }

@@ -18,6 +18,11 @@ type Stats struct {
 	Mean    []float32 `json:"mean"`
 	Std     []float32 `json:"std"`
 	Epsilon float32   `json:"epsilon"`
+	// Clip, when positive, clamps standardised values to [-Clip, Clip]: an input far outside
+	// the data (a wall in the height map where the data only ever showed a low box: tens of
+	// standard deviations) reaches the networks at the edge of what they were trained on.
+	// 0 leaves values as they are.
+	Clip float32 `json:"clip,omitempty"`
 }
 
 // IdentityStats returns stats that leave a dim-sized vector unchanged apart
@@ -66,6 +71,9 @@ func (s Stats) Validate(dim int) error {
 	if !(s.Epsilon > 0) || !finite32(s.Epsilon) {
 		return fmt.Errorf("stats epsilon %v must be positive and finite", s.Epsilon)
 	}
+	if !(s.Clip >= 0) || !finite32(s.Clip) {
+		return fmt.Errorf("stats clip %v must be 0 (none) or positive and finite", s.Clip)
+	}
 	for i := range dim {
 		if !finite32(s.Mean[i]) || !finite32(s.Std[i]) || s.Std[i] < 0 {
 			return fmt.Errorf("stats dim %d: mean %v std %v (want finite, std >= 0)", i, s.Mean[i], s.Std[i])
@@ -74,9 +82,11 @@ func (s Stats) Validate(dim int) error {
 	return nil
 }
 
-// Normaliser standardises vectors in place: x = (x - mean) / max(std, eps).
+// Normaliser standardises vectors in place: x = (x - mean) / max(std, eps), clamped to
+// [-clip, clip] when the stats set a clip.
 type Normaliser struct {
 	mean, invStd []float32
+	clip         float32
 }
 
 // ErrDimMismatch reports a vector of the wrong length on the control path.
@@ -87,7 +97,7 @@ func NewNormaliser(s Stats) (*Normaliser, error) {
 	if err := s.Validate(len(s.Mean)); err != nil {
 		return nil, fmt.Errorf("skills: normaliser: %w", err)
 	}
-	n := &Normaliser{mean: append([]float32(nil), s.Mean...), invStd: make([]float32, len(s.Std))}
+	n := &Normaliser{mean: append([]float32(nil), s.Mean...), invStd: make([]float32, len(s.Std)), clip: s.Clip}
 	for i, sd := range s.Std {
 		n.invStd[i] = 1 / max(sd, s.Epsilon)
 	}
@@ -105,6 +115,11 @@ func (n *Normaliser) Apply(x []float32) error {
 	mean, invStd := n.mean[:len(x)], n.invStd[:len(x)]
 	for i := range x {
 		x[i] = (x[i] - mean[i]) * invStd[i]
+	}
+	if c := n.clip; c > 0 {
+		for i, v := range x {
+			x[i] = min(max(v, -c), c)
+		}
 	}
 	return nil
 }

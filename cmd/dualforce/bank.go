@@ -29,7 +29,8 @@ Subcommands:
 const bankInspectUsage = `Usage: dualforce bank inspect [--top N] <bank.npz>
 
 Reads a skill bank (format v1 or v2, checked as the runtime checks it) and prints:
-  the bank        producer, observation layout, slots, latents and their width, FRE encoder
+  the bank        producer, observation layout, slots, latents and their width, FRE encoder,
+                  the observation clip when it has one
   measured        what 'dualforce eval --write-bank' stored: how many latents have an online
                   return and its range, how many passed the filter (>= 50% of the
                   SMODICE-expert's return), failed it or were not judged, every tag with its
@@ -133,6 +134,9 @@ func writeBankSummary(w io.Writer, b *skills.Bank, top int) error {
 	}
 	fmt.Fprintf(w, "producer %q, layout %s, %d slots, %d latents of %d values, FRE encoder: %s\n",
 		b.Producer, b.Contract.Layout.Name, len(b.Slots), len(b.Latents), b.LatentDim, fre)
+	if c := b.Contract.Normaliser.Clip; c > 0 {
+		fmt.Fprintf(w, "observations: standardised values clamped to +-%g\n", c)
+	}
 
 	var returns []float64
 	passed, failed := 0, 0

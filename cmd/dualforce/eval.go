@@ -63,7 +63,20 @@ online_psi, the measured tags (replacing those of an earlier evaluation), with -
 passed_filter, and for navigation each latent's goal rate in the world it ran in and, with
 --fences, in each fenced world (latents.goal_rate.<world>: what the runtime's skill switching
 ranks candidates by). A --world file must then be named with letters, digits, '_' and '-'.
+
+--obs-clip C runs every bank (the expert's too) with its standardised observations clamped to
++-C (skills.Stats.Clip): a wall in the height map that the data never showed is tens of
+standard deviations out and can throw a policy off; clamped, it reaches the networks at the edge
+of what they were trained on. The --write-bank copy keeps the clip, so that the robot runs what
+was measured.
 `
+
+// clip sets b's observation clip (skills.Stats.Clip) when c is positive.
+func clip(b *skills.Bank, c float64) {
+	if c > 0 {
+		b.Contract.Normaliser.Clip = float32(c)
+	}
+}
 
 func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("eval", evalUsage, stderr)
@@ -85,6 +98,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	latents := fs.String("latents", "", "evaluate these latents: comma-separated bank indices, or \"best\" (the runtime's start)")
 	maxLatents := fs.Int("max-latents", 0, "evaluate at most this many of the bank's latents, spread evenly over skills and iterations (0: all)")
 	paths := fs.Int("paths", 2, "rollouts per latent whose base path eval.json keeps (for dualforce report)")
+	obsClip := fs.Float64("obs-clip", 0, "clamp every bank's standardised observations to +-this (0: as each bank says); with --write-bank the copy keeps it")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
@@ -104,6 +118,8 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return usagef("--seconds %v", *seconds)
 	case !(*filter >= 0) || math.IsInf(*filter, 0):
 		return usagef("--filter %v", *filter)
+	case !(*obsClip >= 0) || *obsClip > math.MaxFloat32:
+		return usagef("--obs-clip %v: want 0 (each bank's own) or a positive number", *obsClip)
 	}
 	cfg, err := eval.TaskConfig(*task)
 	if err != nil {
@@ -138,6 +154,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	clip(bank, *obsClip)
 	subjects, err := chooseLatents(bank, *latents, *maxLatents)
 	if err != nil {
 		return err
@@ -154,6 +171,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if err != nil {
 			return err
 		}
+		clip(expert, *obsClip)
 		// One projection for all, the bank's, so that the expert's SFs are comparable.
 		cfg.Features = &bank.Contract.Features
 		subjects = append([]eval.Subject{{Label: "SMODICE-expert", Bank: expert}}, subjects...)

@@ -77,8 +77,8 @@ func TestEval(t *testing.T) {
 }
 
 // eval --fences --write-bank on a navigation bank that stands still: every latent's goal rate in
-// the obstacle world and the three fenced ones lands in the bank (all 0), and no route tag (no
-// rollout got past the box).
+// the obstacle world and the three fenced ones lands in the bank (all 0), no route tag (no
+// rollout got past the box), and the --obs-clip it ran with.
 func TestEvalWritesGoalRatesIntoTheBank(t *testing.T) {
 	dir := t.TempDir()
 	nav := skillstest.Contract(t, skills.Navigation171())
@@ -90,7 +90,7 @@ func TestEvalWritesGoalRatesIntoTheBank(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, stdout, stderr := dualforce("eval", "--bank", bankPath, "--task", "navigation", "--fences", "--rollouts", "1",
-		"--seconds", "0.2", "--out", filepath.Join(dir, "out"), "--write-bank", written, "--quiet")
+		"--seconds", "0.2", "--out", filepath.Join(dir, "out"), "--write-bank", written, "--obs-clip", "5", "--quiet")
 	if code != 0 {
 		t.Fatalf("eval exited %d: %s", code, stderr)
 	}
@@ -103,6 +103,12 @@ func TestEvalWritesGoalRatesIntoTheBank(t *testing.T) {
 	want := map[string]float32{"obstacle": 0, "obstacle_fence_left": 0, "obstacle_fence_right": 0, "obstacle_fenced": 0}
 	if !maps.Equal(info.GoalRate, want) || len(info.Tags) != 0 {
 		t.Fatalf("bank written back: goal rates %v, tags %q", info.GoalRate, info.Tags)
+	}
+	if c := back.Contract.Normaliser.Clip; c != 5 {
+		t.Errorf("bank written back with observation clip %v, want the --obs-clip 5 it ran with", c)
+	}
+	if out := mustRun(t, "bank", "inspect", written); !strings.Contains(out, "clamped to +-5") {
+		t.Errorf("bank inspect does not show the clip:\n%s", out)
 	}
 }
 
