@@ -109,10 +109,7 @@ func runBankMerge(_ context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	if err := createParents(*out); err != nil {
-		return err
-	}
-	if err := skills.WriteBank(*out, merged); err != nil {
+	if err := saveBank(*out, merged); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "bank: %s\n", *out)

@@ -159,7 +159,7 @@ func runTrainDualForce(ctx context.Context, args []string, stdout, stderr io.Wri
 	if err != nil {
 		return explainRunExists(err)
 	}
-	if err := skills.WriteBank(*bankPath, bank); err != nil {
+	if err := saveBank(*bankPath, bank); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "bank: %s (%d skills, %d latents, FRE encoder; %v this session)\n",

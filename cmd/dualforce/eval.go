@@ -229,10 +229,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if err != nil {
 			return err
 		}
-		if err := createParents(*writeBank); err != nil {
-			return err
-		}
-		if err := skills.WriteBank(*writeBank, updated); err != nil {
+		if err := saveBank(*writeBank, updated); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "wrote %s (online results of %d latents)\n", *writeBank, len(bank.Latents))

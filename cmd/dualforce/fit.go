@@ -6,7 +6,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/dualforce/dualforce/skills"
 	"github.com/dualforce/dualforce/trainer/bc"
 	"github.com/dualforce/dualforce/trainer/datafile"
 	"github.com/dualforce/dualforce/trainer/prep"
@@ -82,10 +81,7 @@ func runFitBC(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if err := createParents(*out); err != nil {
-		return err
-	}
-	if err := skills.WriteBank(*out, bank); err != nil {
+	if err := saveBank(*out, bank); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "fit %q on %d of %d transitions in %v: final NLL %.3f, mean |action error| %.3f\nbank: %s (latent %q, tags %q)\n",

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/dualforce/dualforce/skills"
 )
 
 // ErrOutput reports an output path a command cannot write. Commands check their outputs before
@@ -68,4 +70,12 @@ func createParents(paths ...string) error {
 		}
 	}
 	return nil
+}
+
+// saveBank creates the directories of path and writes b there atomically.
+func saveBank(path string, b *skills.Bank) error {
+	if err := createParents(path); err != nil {
+		return err
+	}
+	return skills.WriteBank(path, b)
 }

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/dualforce/dualforce/skills"
 	"github.com/dualforce/dualforce/trainer/datafile"
 	"github.com/dualforce/dualforce/trainer/prep"
 	trainrun "github.com/dualforce/dualforce/trainer/run"
@@ -219,10 +218,7 @@ func exportBank(w io.Writer, ck *smodice.Checkpoint, path string) error {
 	if err != nil {
 		return err
 	}
-	if err := createParents(path); err != nil {
-		return err
-	}
-	if err := skills.WriteBank(path, bank); err != nil {
+	if err := saveBank(path, bank); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "bank: %s (latent %q, iteration %d)\n", path, smodice.ExpertLatentName, ck.Iteration)

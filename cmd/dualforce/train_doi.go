@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/dualforce/dualforce/skills"
 	"github.com/dualforce/dualforce/trainer/doi"
 	"github.com/dualforce/dualforce/trainer/metrics"
 	trainrun "github.com/dualforce/dualforce/trainer/run"
@@ -102,7 +101,7 @@ func runTrainDOI(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if berr != nil {
 		return berr
 	}
-	if berr := skills.WriteBank(*tf.bank, bank); berr != nil {
+	if berr := saveBank(*tf.bank, bank); berr != nil {
 		return berr
 	}
 	fmt.Fprintf(stdout, "bank: %s (%d skills)\n", *tf.bank, len(bank.Latents))
