@@ -23,10 +23,11 @@ task=${1:?usage: banks/build.sh locomotion|navigation}
 # transitions, value and policy networks of 128 units and 1000 iterations keep Dual-Force near
 # a quarter of an hour on two cores (the whole-set weight pass of every skill dominates).
 # Evaluation: 30 rollouts per latent of an even subsample over skills and iterations (30
-# locomotion latents; 12 navigation latents, each in four worlds).
+# locomotion latents; 12 navigation latents, each in four worlds, with standardised observations
+# clamped to +-5: the fences are walls the data never show, and the bank keeps the clip).
 case $task in
 locomotion) scale=test df_flags=() eval_flags=(--max-latents 30) ;;
-navigation) scale=small df_flags=(--hidden 128 --iters 1000) eval_flags=(--max-latents 12 --fences) ;;
+navigation) scale=small df_flags=(--hidden 128 --iters 1000) eval_flags=(--max-latents 12 --fences --obs-clip 5) ;;
 *) echo "banks/build.sh: unknown task $task (locomotion or navigation)" >&2; exit 2 ;;
 esac
 work=${BANK_WORK:-out/banks}/$task
