@@ -18,9 +18,9 @@ var ErrIncompatible = errors.New("skills: banks not compatible")
 // data set) and latent width, and carry the same FRE encoder or none; the merged bank carries
 // it. What an evaluation measured (returns, online successor features, filter, goal rates) is
 // dropped: each bank was judged against its own filter and rollouts, so the merged bank is
-// evaluated afresh (which also replaces the measured tags; the others are kept). A latent name that
-// another bank also uses gets the bank's label prepended ("label/name"); labels (one per bank,
-// e.g. the file names) must then differ. The result is validated.
+// evaluated afresh (which also replaces the measured tags; the others are kept). A latent name
+// that another bank also uses gets the bank's label prepended ("label/name"); labels (one per
+// bank, e.g. the file names) must then differ. The result is validated.
 func Merge(producer string, labels []string, banks ...*Bank) (*Bank, error) {
 	if len(banks) < 2 {
 		return nil, fmt.Errorf("%w: merging %d banks, want 2 or more", ErrIncompatible, len(banks))

@@ -32,7 +32,7 @@ func (c *Core) policyStep(in *Input, out *Output) {
 		inp.Target = skills.EncodeTarget(c.goal[0]-p.Position[0], c.goal[1]-p.Position[1], p.Yaw, c.goal[2])
 		inp.HeightMap = p.HeightMap
 		inp.RemainingTime = float32(b.Bank.Contract.EpisodeSeconds - (in.Now - c.since).Seconds())
-		c.autoSwitch(in.Now, Where{X: p.Position[0], Y: p.Position[1], Yaw: p.Yaw, GoalX: c.goal[0], GoalY: c.goal[1]}, &p.HeightMap)
+		c.autoSwitch(in.Now, where{X: p.Position[0], Y: p.Position[1], Yaw: p.Yaw, GoalX: c.goal[0], GoalY: c.goal[1]}, &p.HeightMap)
 	}
 	if err := b.builder.Build(inp, b.obs); err != nil {
 		c.trip(in.Now, faultNonFinite, reasonNonFiniteObs)
@@ -61,7 +61,7 @@ func (c *Core) policyStep(in *Input, out *Output) {
 // autoSwitch gives the running skill's place to another when its route is blocked (the height
 // map, or no progress towards the goal), explaining the choice in the event. It never acts under
 // a fault: the supervisor's damping has the joints then.
-func (c *Core) autoSwitch(now time.Duration, w Where, hm *[skills.HeightMapPoints]float32) {
+func (c *Core) autoSwitch(now time.Duration, w where, hm *[skills.HeightMapPoints]float32) {
 	if c.fault != "" {
 		return
 	}

@@ -183,14 +183,14 @@ func (s *Switcher) newRoute() {
 	s.restartProgress()
 }
 
-// Where is the base and its goal, as the switcher needs them: position (m, world), yaw (rad)
+// where is the base and its goal, as the switcher needs them: position (m, world), yaw (rad)
 // and the goal's position.
-type Where struct {
+type where struct {
 	X, Y, Yaw    float64
 	GoalX, GoalY float64
 }
 
-func (w *Where) distance() float64 { return math.Hypot(w.GoalX-w.X, w.GoalY-w.Y) }
+func (w *where) distance() float64 { return math.Hypot(w.GoalX-w.X, w.GoalY-w.Y) }
 
 // stalled records the distance to the goal and reports whether the robot has not come
 // MinProgress closer for StallAfter.
@@ -204,7 +204,7 @@ func (s *Switcher) stalled(now time.Duration, dist float64) bool {
 // blocked returns the routes the height map shows a wall on: cells ahead of the base whose
 // terrain rises more than Clearance above the ground under it, by which side of the route's
 // line they lie on.
-func (s *Switcher) blocked(hm *[skills.HeightMapPoints]float32, w *Where) corebus.Routes {
+func (s *Switcher) blocked(hm *[skills.HeightMapPoints]float32, w *where) corebus.Routes {
 	// The line's left normal; with the goal on the origin, the base's heading stands in.
 	ux, uy := w.GoalX-s.origin[0], w.GoalY-s.origin[1]
 	if n := math.Hypot(ux, uy); n > 1e-3 {
@@ -236,7 +236,7 @@ func (s *Switcher) blocked(hm *[skills.HeightMapPoints]float32, w *Where) corebu
 // next decides whether the running bank skill gives way, and to which latent. The report says
 // what was blocked, what was weighed, and why the winner.
 func (s *Switcher) next(now time.Duration, m Measured, latents int, active corebus.ActiveSkill,
-	hm *[skills.HeightMapPoints]float32, w *Where, rep *corebus.SwitchReport) (int, bool) {
+	hm *[skills.HeightMapPoints]float32, w *where, rep *corebus.SwitchReport) (int, bool) {
 	if !s.cfg.Enabled || active.Source != corebus.SkillBank {
 		return 0, false
 	}
