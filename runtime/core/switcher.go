@@ -146,11 +146,11 @@ type Switcher struct {
 	centre int                          // the cell under the base: the ground reference
 	last   time.Duration
 	armed  bool
-	// The route: the line from origin to the goal, set at the first policy tick of a run or goal;
-	// seen are the routes blocked since.
-	routeSet bool
-	origin   [2]float64
-	seen     corebus.Routes
+	// The route: the line from origin along the unit vector dir (towards the goal), set at the
+	// first policy tick of a run or goal; seen are the routes blocked since.
+	routeSet    bool
+	origin, dir [2]float64
+	seen        corebus.Routes
 	// Progress towards the goal: the closest distance so far and when it was reached.
 	tracking   bool
 	closest    float64
@@ -201,17 +201,24 @@ func (s *Switcher) stalled(now time.Duration, dist float64) bool {
 	return s.cfg.StallAfter > 0 && dist > s.cfg.GoalRadius && now-s.progressAt >= s.cfg.StallAfter
 }
 
+// setRoute fixes the route's line from where the base is now towards the goal; with the goal
+// under the base, its heading stands in.
+func (s *Switcher) setRoute(w *where) {
+	s.routeSet, s.origin = true, [2]float64{w.X, w.Y}
+	dx, dy := w.GoalX-w.X, w.GoalY-w.Y
+	if n := math.Hypot(dx, dy); n > 1e-3 {
+		s.dir = [2]float64{dx / n, dy / n}
+		return
+	}
+	sin, cos := math.Sincos(w.Yaw)
+	s.dir = [2]float64{cos, sin}
+}
+
 // blocked returns the routes the height map shows a wall on: cells ahead of the base whose
 // terrain rises more than Clearance above the ground under it, by which side of the route's
 // line they lie on.
 func (s *Switcher) blocked(hm *[skills.HeightMapPoints]float32, w *where) corebus.Routes {
-	// The line's left normal; with the goal on the origin, the base's heading stands in.
-	ux, uy := w.GoalX-s.origin[0], w.GoalY-s.origin[1]
-	if n := math.Hypot(ux, uy); n > 1e-3 {
-		ux, uy = ux/n, uy/n
-	} else {
-		uy, ux = math.Sincos(w.Yaw)
-	}
+	ux, uy := s.dir[0], s.dir[1]
 	sin, cos := math.Sincos(w.Yaw)
 	var r corebus.Routes
 	ground := hm[s.centre]
@@ -241,7 +248,7 @@ func (s *Switcher) next(now time.Duration, m Measured, latents int, active coreb
 		return 0, false
 	}
 	if !s.routeSet {
-		s.routeSet, s.origin = true, [2]float64{w.X, w.Y}
+		s.setRoute(w)
 	}
 	s.seen |= s.blocked(hm, w)
 	stalled := s.stalled(now, w.distance())
