@@ -300,3 +300,42 @@ func TestNormaliserClip(t *testing.T) {
 		t.Errorf("no clip stored as %s", js)
 	}
 }
+
+// The contract's clip reaches the observation its builder builds (the one the runtime and
+// evaluation feed the policy): every value is the standardised one clamped to +-Clip.
+func TestBuilderClipsAsTheContractSays(t *testing.T) {
+	for _, l := range Layouts() {
+		c := testContract(t, l)
+		for i := range c.Normaliser.Mean {
+			c.Normaliser.Mean[i] = float32(i%7) - 3
+			c.Normaliser.Std[i] = 0.5 + float32(i%5)
+		}
+		c.Normaliser.Clip = 1
+		b, err := c.NewBuilder()
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := distinctInputs()
+		raw, obs := make([]float32, b.Dim()), make([]float32, b.Dim())
+		if err := b.Raw(in, raw); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Build(in, obs); err != nil {
+			t.Fatal(err)
+		}
+		clipped := 0
+		for i := range raw {
+			z := (raw[i] - c.Normaliser.Mean[i]) / max(c.Normaliser.Std[i], c.Normaliser.Epsilon)
+			want := min(max(z, -1), 1)
+			if math.Abs(float64(obs[i]-want)) > 1e-5 {
+				t.Fatalf("%s dim %d: raw %v, built %v, want %v", l.Name, i, raw[i], obs[i], want)
+			}
+			if want != z {
+				clipped++
+			}
+		}
+		if clipped == 0 || clipped == len(raw) {
+			t.Fatalf("%s: %d of %d values clipped; the check needs some of each", l.Name, clipped, len(raw))
+		}
+	}
+}

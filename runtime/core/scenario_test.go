@@ -416,7 +416,8 @@ func describe(ev *corebus.Event) string {
 //	walk 0.5 0                      the base moves at (vx, vy) m/s in the world
 //	yaw 0.6                         the base turns to this yaw (rad)
 //	fence 1.0 0.4 2.4 | fence none  a 0.6 m wall fixed in the world, across x = 1.0 from
-//	                                y = 0.4 to 2.4 (the height map shows it from the base's pose)
+//	                                y = 0.4 to 2.4 (the height map shows it from the base's pose;
+//	                                while fences stand they replace a "wall")
 //	cmd skill 2 | cmd mode run | cmd estop | cmd estop_clear
 //	cmd recall base_ang_vel.z=1,base_lin_vel.x=0.5 [max=0.2]
 //	slider estop | slider ok        the slider box's E-stop
