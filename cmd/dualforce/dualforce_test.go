@@ -26,7 +26,7 @@ func TestTrainDualForce(t *testing.T) {
 	dir := t.TempDir()
 	data := writeSynthetic(t, dir)
 	smodiceRun, freRun := filepath.Join(dir, "smodice"), filepath.Join(dir, "fre")
-	mustRun(t, "train", "smodice", "--offline", data, "--out", smodiceRun, "--disc-steps", "20", "--iters", "1", "--batch", "64", "--quiet")
+	mustRun(t, "train", "smodice", "--offline", data, "--out", smodiceRun, "--disc-steps", "20", "--iters", "1", "--batch", "64", "--check-rollouts", "0", "--quiet")
 	mustRun(t, append([]string{"train", "fre", "--offline", data, "--smodice", smodiceRun, "--out", freRun}, tinyFRE...)...)
 
 	out := filepath.Join(dir, "dualforce")
@@ -64,7 +64,7 @@ func TestTrainDualForce(t *testing.T) {
 	// does not belong to the first dataset.
 	other := writeSyntheticAt(t, filepath.Join(dir, "other.npz"), 2)
 	otherSMODICE, otherFRE := filepath.Join(dir, "smodice2"), filepath.Join(dir, "fre2")
-	mustRun(t, "train", "smodice", "--offline", other, "--out", otherSMODICE, "--disc-steps", "20", "--iters", "1", "--batch", "64", "--quiet")
+	mustRun(t, "train", "smodice", "--offline", other, "--out", otherSMODICE, "--disc-steps", "20", "--iters", "1", "--batch", "64", "--check-rollouts", "0", "--quiet")
 	mustRun(t, append([]string{"train", "fre", "--offline", other, "--smodice", otherSMODICE, "--out", otherFRE}, tinyFRE...)...)
 	refused := filepath.Join(dir, "refused")
 	for _, c := range []struct{ name, smodice, fre, want string }{

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,7 +52,8 @@ func mustRun(t *testing.T, args ...string) string {
 func TestTrainResumeExport(t *testing.T) {
 	dir := t.TempDir()
 	data := writeSynthetic(t, dir)
-	common := []string{"train", "smodice", "--offline", data, "--disc-steps", "30", "--batch", "64", "--checkpoint-every", "5", "--quiet"}
+	// No checks: an --iters 7 run judges its end, which the straight run does not.
+	common := []string{"train", "smodice", "--offline", data, "--disc-steps", "30", "--batch", "64", "--checkpoint-every", "5", "--check-rollouts", "0", "--quiet"}
 
 	straight := filepath.Join(dir, "straight")
 	out := mustRun(t, append(common, "--out", straight, "--iters", "12")...)
@@ -100,6 +102,38 @@ func TestTrainResumeExport(t *testing.T) {
 	mustRun(t, append(common, "--out", absorbing, "--iters", "1", "--absorbing-falls")...)
 	if ck, err := smodice.Read(filepath.Join(absorbing, trainrun.CheckpointFile)); err != nil || !ck.Config.Value.AbsorbingFalls {
 		t.Fatalf("--absorbing-falls run: %v, stored absorbing falls false", err)
+	}
+}
+
+// TestTrainJudgesCheckpoints trains with checks through the command line: every periodic and
+// the final checkpoint is judged by rollouts in the simulator, and the bank is the export of
+// the best-judged checkpoint.
+func TestTrainJudgesCheckpoints(t *testing.T) {
+	dir := t.TempDir()
+	data := writeSynthetic(t, dir)
+	run := filepath.Join(dir, "run")
+	out := mustRun(t, "train", "smodice", "--offline", data, "--out", run, "--disc-steps", "30", "--batch", "64",
+		"--iters", "5", "--checkpoint-every", "2", "--check-rollouts", "1", "--quiet")
+	t.Log(out)
+	checks, err := trainrun.ReadChecks(run)
+	if err != nil || len(checks) != 3 || checks[0].Iteration != 2 || checks[2].Iteration != 5 {
+		t.Fatalf("checks %+v, %v: want iterations 2, 4 and 5", checks, err)
+	}
+	best, err := trainrun.Selected(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("checks: 3; best iteration %d (return ", best.Iteration); !strings.Contains(out, want) {
+		t.Fatalf("train printed %q, missing %q", out, want)
+	}
+	exported := filepath.Join(dir, "best.npz")
+	mustRun(t, "export", "--checkpoint", filepath.Join(run, trainrun.BestCheckpointFile), "--out", exported)
+	want, _ := os.ReadFile(exported)
+	if got, _ := os.ReadFile(filepath.Join(run, "bank.npz")); len(want) == 0 || !bytes.Equal(got, want) {
+		t.Fatal("the run's bank is not the best-judged checkpoint's")
+	}
+	if code, _, stderr := dualforce("train", "smodice", "--offline", data, "--out", filepath.Join(dir, "neg"), "--check-rollouts", "-1"); code != 2 || !strings.Contains(stderr, "--check-rollouts -1") {
+		t.Fatalf("--check-rollouts -1 exited %d: %s", code, stderr)
 	}
 }
 

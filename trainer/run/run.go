@@ -60,6 +60,9 @@ type Options struct {
 	Progress io.Writer
 	Quiet    bool
 	Logger   *slog.Logger
+	// Judge, when set, judges every periodic and the final checkpoint; the best one is kept
+	// in BestCheckpointFile and every verdict logged in ChecksFile.
+	Judge Judge
 }
 
 // Log returns the logger, or one that discards.
@@ -177,9 +180,12 @@ const PlotInterval = time.Minute
 // checkpoint's iteration, on resume), saves a checkpoint every
 // CheckpointEvery iterations and at the end, redraws the figures at the
 // end and at most once per PlotInterval, and shows progress. A fresh run
-// (fresh set) saves its state before the first iteration. When ctx is
-// cancelled it saves the last finished iteration and returns ctx's error.
-// observe, when not nil, sees every record right after it is logged.
+// (fresh set) saves its state before the first iteration. With opt.Judge it
+// judges every checkpoint it saves after a period or at the end (and, on
+// resume, such a checkpoint an interruption left unjudged); a checkpoint
+// saved on interruption is not judged. When ctx is cancelled it saves the
+// last finished iteration and returns ctx's error. observe, when not nil,
+// sees every record right after it is logged.
 func Drive[R any](ctx context.Context, loop Loop[R], name string, settings Settings, done int, fresh bool, opt Options, observe func(R)) error {
 	ckPath := filepath.Join(opt.Dir, CheckpointFile)
 	mlog, err := metrics.Resume(filepath.Join(opt.Dir, MetricsFile), done)
@@ -187,6 +193,15 @@ func Drive[R any](ctx context.Context, loop Loop[R], name string, settings Setti
 		return err
 	}
 	defer mlog.Close()
+	judging, err := openJudging(opt.Judge, opt.Dir, done)
+	if err != nil {
+		return err
+	}
+	defer judging.close()
+	// judgedAt says whether the checkpoint of iteration it is one to judge.
+	judgedAt := func(it int) bool {
+		return judging != nil && it > 0 && (it%settings.CheckpointEvery == 0 || it == settings.Iterations)
+	}
 	lastPlot := time.Now()
 	save := func(final bool) error {
 		ck, err := loop.Checkpoint()
@@ -198,12 +213,25 @@ func Drive[R any](ctx context.Context, loop Loop[R], name string, settings Setti
 		}
 		if final || time.Since(lastPlot) >= PlotInterval {
 			lastPlot = time.Now()
-			return loop.Plot(opt.Dir)
+			if err := loop.Plot(opt.Dir); err != nil {
+				return err
+			}
+		}
+		if judgedAt(ck.Iteration) && ctx.Err() == nil {
+			return judging.check(ctx, ck, opt)
 		}
 		return nil
 	}
 	if fresh {
 		if err := save(false); err != nil {
+			return err
+		}
+	} else if judgedAt(done) && judging.last < done {
+		ck, err := loop.Checkpoint()
+		if err != nil {
+			return err
+		}
+		if err := judging.check(ctx, ck, opt); err != nil {
 			return err
 		}
 	}

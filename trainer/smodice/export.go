@@ -1,9 +1,13 @@
 package smodice
 
 import (
+	"context"
+
 	"github.com/dualforce/dualforce/skills"
+	"github.com/dualforce/dualforce/trainer/checkpoint"
 	"github.com/dualforce/dualforce/trainer/export"
 	"github.com/dualforce/dualforce/trainer/nn"
+	"github.com/dualforce/dualforce/trainer/run"
 )
 
 // ExpertLatentName names the SMODICE-expert latent in exported banks.
@@ -28,4 +32,26 @@ func (ck *Checkpoint) Bank() (*skills.Bank, error) {
 		Tags:       []string{"smodice", "expert"},
 	}
 	return export.Bank(ck.Contract, Producer, []*nn.Conditioned[float32]{net}, []export.Latent{{Slot: 0, Z: []float32{0}, Info: info}})
+}
+
+// A BankJudge scores a policy by its exported bank (eval.Checker: rollouts in the simulator).
+type BankJudge interface {
+	JudgeBank(ctx context.Context, b *skills.Bank) (run.Verdict, error)
+}
+
+// Judge adapts j to the training harness: it judges a checkpoint by the bank Bank exports.
+func Judge(j BankJudge) run.Judge { return checkpointJudge{j} }
+
+type checkpointJudge struct{ BankJudge }
+
+func (j checkpointJudge) Judge(ctx context.Context, f *checkpoint.File) (run.Verdict, error) {
+	ck, err := fromFile(f)
+	if err != nil {
+		return run.Verdict{}, err
+	}
+	b, err := ck.Bank()
+	if err != nil {
+		return run.Verdict{}, err
+	}
+	return j.JudgeBank(ctx, b)
 }
