@@ -49,7 +49,7 @@ Trains the SMODICE-expert policy and writes into DIR:
   checks.jsonl     the policy of every periodic and the final checkpoint, judged by
                    --check-rollouts rollouts through the runtime core in the simulator (mean
                    return of the task's reward; rollout seed 7, not eval's 1)
-  best-checkpoint.npz  the best-judged checkpoint
+  best-checkpoint.npz  the best-judged checkpoint; checks.png the scores over the iterations
   bank.npz         the exported skill bank (one latent, "smodice-expert") of the best-judged
                    checkpoint (of the last with --check-rollouts 0), unless --bank says where
 

@@ -20,6 +20,8 @@ const (
 	ChecksFile = "checks.jsonl"
 	// BestCheckpointFile holds the best-judged checkpoint so far.
 	BestCheckpointFile = "best-checkpoint.npz"
+	// ChecksPlot draws the scores over the iterations.
+	ChecksPlot = "checks.png"
 )
 
 // A Judge scores the policy a checkpoint holds, higher is better: for instance its mean
@@ -152,12 +154,26 @@ func (j *judging) check(ctx context.Context, ck *checkpoint.File, opt Options) e
 		return err
 	}
 	j.last = c.Iteration
+	if err := j.plot(); err != nil {
+		return err
+	}
 	args := []any{"iteration", c.Iteration, "score", v.Score, "summary", v.Summary}
 	if j.best != nil {
 		args = append(args, "best_iteration", j.best.Iteration, "best_score", j.best.Score)
 	}
 	opt.Log().Info("checked", args...)
 	return nil
+}
+
+// plot redraws ChecksPlot from the checks log.
+func (j *judging) plot() error {
+	s, err := metrics.ReadSeries(filepath.Join(j.dir, ChecksFile), "score")
+	if err != nil {
+		return err
+	}
+	return metrics.WritePNG(filepath.Join(j.dir, ChecksPlot), "iteration", metrics.Panel{
+		Title: "judged checkpoints (the best is kept)", YLabel: "score", Lines: []metrics.Line{{Name: "score", X: s.Iteration, Y: s.Values["score"]}},
+	})
 }
 
 func (j *judging) close() error {

@@ -90,6 +90,9 @@ func TestDriveKeepsTheBestJudgedCheckpoint(t *testing.T) {
 		t.Fatalf("checks %+v, %v: want 6 best, NaN at 9 not", checks, err)
 	}
 	want, _ := os.ReadFile(filepath.Join(straight, ChecksFile))
+	if _, err := os.Stat(filepath.Join(straight, ChecksPlot)); err != nil {
+		t.Fatal(err)
+	}
 
 	for _, tc := range []struct {
 		name string

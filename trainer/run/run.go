@@ -2,9 +2,10 @@
 // directory, checkpoint and resume (a run resumed from its checkpoint ends
 // bit for bit where an uninterrupted run ends, provided the loop saves all
 // it changes), the JSON-lines metrics log, the figures redrawn from it, the
-// progress bar and cancellation. A loop (SMODICE-expert, Dual-Force, DOI)
-// supplies its iteration, its checkpoint and its figures; the harness knows
-// nothing of what they hold.
+// progress bar and cancellation, and, given a Judge, the judging of
+// checkpoints with the best one kept. A loop (SMODICE-expert, Dual-Force,
+// DOI) supplies its iteration, its checkpoint and its figures; the harness
+// knows nothing of what they hold.
 package run
 
 import (
