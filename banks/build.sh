@@ -47,9 +47,10 @@ mkdir -p "$work"
 step "collect"
 $df collect --task "$task" --scale "$scale" --out "$work/data.npz" --quiet
 step "train smodice"
-# The shipped banks' SMODICE-expert (eval's baseline and filter) is the last iteration's: they
-# were built before runs judged their checkpoints, and at this scale the last iterate walks.
-$df train smodice --offline "$work/data.npz" --out "$work/smodice" --check-rollouts 0 --quiet
+# The shipped banks' SMODICE-expert (eval's baseline and filter; FRE and Dual-Force read only
+# its discriminator) is built as before SMODICE's defaults judged checkpoints and made falls
+# absorbing: the last iteration's, with the spec's terminal value. At this scale it walks.
+$df train smodice --offline "$work/data.npz" --out "$work/smodice" --check-rollouts 0 --absorbing-falls=false --quiet
 step "train fre ($FRE_FLAGS)"
 # shellcheck disable=SC2086 # FRE_FLAGS is a list of flags
 $df train fre --offline "$work/data.npz" --smodice "$work/smodice" --out "$work/fre" $FRE_FLAGS --quiet

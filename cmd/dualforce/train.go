@@ -82,7 +82,7 @@ type trainingFlags struct {
 }
 
 // addTrainingFlags defines the training flags on fs with the method's defaults.
-func addTrainingFlags(fs *flag.FlagSet, run trainrun.Settings, discSteps, batch, valueSteps, policySteps int, seed uint64) *trainingFlags {
+func addTrainingFlags(fs *flag.FlagSet, run trainrun.Settings, discSteps, batch, valueSteps, policySteps int, seed uint64, absorbingFalls bool) *trainingFlags {
 	return &trainingFlags{
 		offline:        fs.String("offline", "", "offline dataset archive (required)"),
 		expert:         fs.String("expert", "", "expert dataset archive (default: the offline file's <name>_expert.npz)"),
@@ -97,7 +97,7 @@ func addTrainingFlags(fs *flag.FlagSet, run trainrun.Settings, discSteps, batch,
 		every:          fs.Int("checkpoint-every", run.CheckpointEvery, "iterations between checkpoints"),
 		seed:           fs.Uint64("seed", seed, "seed of every random choice"),
 		quiet:          fs.Bool("quiet", false, "no progress bar"),
-		absorbingFalls: fs.Bool("absorbing-falls", false, absorbingFallsUsage),
+		absorbingFalls: fs.Bool("absorbing-falls", absorbingFalls, absorbingFallsUsage),
 	}
 }
 
@@ -144,7 +144,7 @@ func (f *trainingFlags) load(stdout io.Writer) (*prep.Data, error) {
 func runTrainSMODICE(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	def := smodice.DefaultConfig()
 	fs := newFlagSet("train smodice", trainSMODICEUsage, stderr)
-	tf := addTrainingFlags(fs, def.Run, def.DiscSteps, def.Value.Batch, def.ValueSteps, def.PolicySteps, def.Seed)
+	tf := addTrainingFlags(fs, def.Run, def.DiscSteps, def.Value.Batch, def.ValueSteps, def.PolicySteps, def.Seed, def.Value.AbsorbingFalls)
 	resume := fs.Bool("resume", false, "continue the run in --out from its checkpoint")
 	checkRollouts := fs.Int("check-rollouts", defaultCheckRollouts, "rollouts in the simulator judging each checkpoint's policy; the bank is the best-judged one (0: no checks, the bank is the last iteration's)")
 	if err := parseFlags(fs, args, 0); err != nil {

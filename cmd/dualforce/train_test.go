@@ -93,15 +93,16 @@ func TestTrainResumeExport(t *testing.T) {
 	if _, err := bank.ByName(smodice.ExpertLatentName); err != nil || bank.Contract.Layout.Name != skills.LayoutLocomotion48 {
 		t.Fatalf("exported bank: %v, layout %q", err, bank.Contract.Layout.Name)
 	}
-	if ck, err := smodice.Read(filepath.Join(straight, trainrun.CheckpointFile)); err != nil || ck.Config.Value.AbsorbingFalls {
-		t.Fatalf("default run: %v, absorbing falls %v (want the spec's terminal value)", err, err == nil && ck.Config.Value.AbsorbingFalls)
+	if ck, err := smodice.Read(filepath.Join(straight, trainrun.CheckpointFile)); err != nil || !ck.Config.Value.AbsorbingFalls {
+		t.Fatalf("default run: %v, absorbing falls %v (want SMODICE's default, absorbing)", err, err == nil && ck.Config.Value.AbsorbingFalls)
 	}
 
-	// --absorbing-falls reaches the value learner's configuration the run keeps.
-	absorbing := filepath.Join(dir, "absorbing")
-	mustRun(t, append(common, "--out", absorbing, "--iters", "1", "--absorbing-falls")...)
-	if ck, err := smodice.Read(filepath.Join(absorbing, trainrun.CheckpointFile)); err != nil || !ck.Config.Value.AbsorbingFalls {
-		t.Fatalf("--absorbing-falls run: %v, stored absorbing falls false", err)
+	// --absorbing-falls=false (the spec's terminal value) reaches the value learner's
+	// configuration the run keeps.
+	spec := filepath.Join(dir, "spec")
+	mustRun(t, append(common, "--out", spec, "--iters", "1", "--absorbing-falls=false")...)
+	if ck, err := smodice.Read(filepath.Join(spec, trainrun.CheckpointFile)); err != nil || ck.Config.Value.AbsorbingFalls {
+		t.Fatalf("--absorbing-falls=false run: %v, stored absorbing falls true", err)
 	}
 }
 

@@ -9,7 +9,8 @@
 // per-iteration diagnostics (effective sample size, largest weight, the
 // paper's off-policy KL estimate, and, kept apart, the weight mass on
 // expert transitions). With R = r_E (the discriminator's reward) this is
-// SMODICE. ValueConfig.AbsorbingFalls (ours, off by default) replaces the
+// SMODICE. ValueConfig.AbsorbingFalls (ours; off in DefaultValueConfig, on
+// in the SMODICE-expert's defaults) replaces the
 // terminal's 0 by the value of staying at the set's lowest reward, min R /
 // (1-gamma), so that with a mostly negative reward a fall is not a way out.
 //
