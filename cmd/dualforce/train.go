@@ -68,8 +68,9 @@ cost of that pass; the policy needs enough steps in total to clone the weighted 
 
 Every input is checked before training starts (NaN or Inf, shapes, an empty expert set, a
 dataset whose layout is not the task's). --resume continues a run from DIR's checkpoint and
-ends with the same weights, bit for bit, as an uninterrupted run; only --iters and
---checkpoint-every may change between the two.
+ends with the same weights, bit for bit, as an uninterrupted run; only --iters,
+--checkpoint-every and --check-rollouts may change between the two (a run started before falls
+were absorbing by default resumes with --absorbing-falls=false).
 `
 
 // trainingFlags are the flags every training method takes: the data, the run directory, the
