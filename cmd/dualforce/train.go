@@ -171,8 +171,11 @@ func runTrainSMODICE(ctx context.Context, args []string, stdout, stderr io.Write
 	opt := trainrun.Options{Dir: *tf.out, Resume: *resume, Progress: stderr, Quiet: *tf.quiet, Logger: log}
 	if *checkRollouts > 0 {
 		checker, err := eval.NewChecker(data.Task, *checkRollouts)
+		if err == nil {
+			err = checker.Accepts(&data.Contract)
+		}
 		if err != nil {
-			return err
+			return fmt.Errorf("checkpoints cannot be judged (--check-rollouts 0 trains without): %w", err)
 		}
 		opt.Judge = smodice.Judge(checker)
 	}

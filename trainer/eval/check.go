@@ -32,6 +32,10 @@ func NewChecker(task string, rollouts int) (Checker, error) {
 	return Checker{Config: cfg}, nil
 }
 
+// Accepts says whether the Checker can judge banks of contract c (the task's layout and
+// policy rate), so that a training run learns it before it starts, not at its first checkpoint.
+func (c Checker) Accepts(ct *skills.Contract) error { return c.Config.runs(ct) }
+
 // JudgeBank scores b's first latent.
 func (c Checker) JudgeBank(ctx context.Context, b *skills.Bank) (run.Verdict, error) {
 	if len(b.Latents) == 0 {

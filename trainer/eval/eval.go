@@ -92,7 +92,7 @@ var taskLayouts = map[string]string{
 
 func (c *Config) validate(subjects []Subject) error {
 	bad := func(format string, a ...any) error { return fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, a...)) }
-	layout, ok := taskLayouts[c.Task.Name]
+	_, ok := taskLayouts[c.Task.Name]
 	switch {
 	case !ok:
 		return bad("task %q: want %s or %s", c.Task.Name, collect.TaskLocomotion, collect.TaskNavigation)
@@ -120,12 +120,24 @@ func (c *Config) validate(subjects []Subject) error {
 		if s.Latent < 0 || s.Latent >= len(s.Bank.Latents) {
 			return bad("subject %d (%s): latent %d of %d", i, s.Label, s.Latent, len(s.Bank.Latents))
 		}
-		if got := s.Bank.Contract.Layout.Name; got != layout {
-			return bad("subject %d (%s): a %q bank cannot run the %s task (layout %q)", i, s.Label, got, c.Task.Name, layout)
+		if err := c.runs(&s.Bank.Contract); err != nil {
+			return fmt.Errorf("subject %d (%s): %w", i, s.Label, err)
 		}
-		if s.Bank.Contract.PolicyHz != skills.DefaultPolicyHz {
-			return bad("subject %d (%s): policy rate %d Hz; the task rewards are measured at %d Hz", i, s.Label, s.Bank.Contract.PolicyHz, skills.DefaultPolicyHz)
-		}
+	}
+	return nil
+}
+
+// runs says whether the task can run banks of contract c: the task's layout, the policy rate
+// its rewards are measured at.
+func (c *Config) runs(ct *skills.Contract) error {
+	layout, ok := taskLayouts[c.Task.Name]
+	switch {
+	case !ok:
+		return fmt.Errorf("%w: task %q: want %s or %s", ErrConfig, c.Task.Name, collect.TaskLocomotion, collect.TaskNavigation)
+	case ct.Layout.Name != layout:
+		return fmt.Errorf("%w: a %q bank cannot run the %s task (layout %q)", ErrConfig, ct.Layout.Name, c.Task.Name, layout)
+	case ct.PolicyHz != skills.DefaultPolicyHz:
+		return fmt.Errorf("%w: policy rate %d Hz; the task rewards are measured at %d Hz", ErrConfig, ct.PolicyHz, skills.DefaultPolicyHz)
 	}
 	return nil
 }

@@ -1,0 +1,50 @@
+package eval
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/dualforce/dualforce/skills"
+	"github.com/dualforce/dualforce/trainer/collect"
+)
+
+func TestCheckerAcceptsOnlyWhatItCanRun(t *testing.T) {
+	loco, err := skills.NewContract(skills.Locomotion48())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nav, err := skills.NewContract(skills.Navigation171())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast := loco
+	fast.PolicyHz = 2 * skills.DefaultPolicyHz
+	for _, tc := range []struct {
+		name, task string
+		contract   skills.Contract
+		ok         bool
+	}{
+		{"locomotion bank, locomotion task", collect.TaskLocomotion, loco, true},
+		{"navigation bank, navigation task", collect.TaskNavigation, nav, true},
+		{"navigation bank, locomotion task", collect.TaskLocomotion, nav, false},
+		{"locomotion bank, navigation task", collect.TaskNavigation, loco, false},
+		{"another policy rate", collect.TaskLocomotion, fast, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := NewChecker(tc.task, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Config.Seed != CheckSeed || c.Config.Rollouts != 3 {
+				t.Fatalf("checker seed %d, rollouts %d", c.Config.Seed, c.Config.Rollouts)
+			}
+			err = c.Accepts(&tc.contract)
+			if (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrConfig)) {
+				t.Fatalf("Accepts = %v, want ok %v", err, tc.ok)
+			}
+		})
+	}
+	if _, err := NewChecker("swim", 3); !errors.Is(err, ErrConfig) {
+		t.Fatalf("NewChecker(swim) = %v", err)
+	}
+}
