@@ -17,7 +17,7 @@ const reportUsage = `Usage: dualforce report [--out report.html] RUN...
 
 Writes one HTML page about the run directories given (a training run directory with its
 evaluation: eval.json there or in its eval/ subdirectory, as 'dualforce eval --out RUN/eval'
-writes it, and any metrics.jsonl in it or one level below). Every figure is embedded in the
+writes it, and any metrics.jsonl or checks.jsonl in it or one level below). Every figure is embedded in the
 page: it opens from disk, with no server and nothing fetched.
 
 Per run: the task returns and the filter against the SMODICE-expert; the heat map of pairwise

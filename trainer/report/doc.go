@@ -8,7 +8,7 @@
 // (eval.json, as dualforce eval writes it, directly in the directory or in its eval/
 // subdirectory; read and checked by eval.ReadResult) and any JSON-lines metrics logs
 // (metrics.jsonl, in the directory or one level below: discriminator, FRE, SMODICE, Dual-Force,
-// DOI runs each write one). The page shows per run: returns and the filter; the heat map of
+// DOI runs each write one; checks.jsonl, a run's judged checkpoints, is shown the same way). The page shows per run: returns and the filter; the heat map of
 // pairwise online-SF distances over the reference and the latents that pass the filter (the
 // reference, the SMODICE-expert, as row 1); a PCA projection of the same SFs; per-skill
 // top-down base paths of every evaluated latent coloured by base height; every numeric column of every metrics log; the

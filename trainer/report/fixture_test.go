@@ -10,6 +10,7 @@ import (
 
 	"github.com/dualforce/dualforce/trainer/eval"
 	"github.com/dualforce/dualforce/trainer/metrics"
+	"github.com/dualforce/dualforce/trainer/run"
 )
 
 // fixtureResult is a hand-made navigation evaluation: the SMODICE-expert (the filter reference,
@@ -122,6 +123,14 @@ func writeRun(t *testing.T, name string, res *eval.Result) string {
 		}
 	}
 	if err := log.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The SMODICE run it read r_E from, with judged checkpoints.
+	if err := os.MkdirAll(filepath.Join(dir, "smodice"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	checks := `{"iteration":100,"score":18.7,"summary":"return 18.7","best":true}` + "\n" + `{"iteration":200,"score":903.1,"summary":"return 903.1","best":true}` + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "smodice", run.ChecksFile), []byte(checks), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return dir

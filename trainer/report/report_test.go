@@ -142,7 +142,7 @@ func renderFixture(t *testing.T) (string, string) {
 func TestReportIsSelfContained(t *testing.T) {
 	_, page := renderFixture(t)
 	for _, want := range []string{"Side by side", "Run dualforce", "Run doi", "Successor-feature distances", "(PCA)",
-		"Top-down base paths per skill", "Training metrics: metrics.jsonl", "Fence robustness", "3: left, right, over", "1: over"} {
+		"Top-down base paths per skill", "Training metrics: metrics.jsonl", "Training metrics: smodice/checks.jsonl", "Fence robustness", "3: left, right, over", "1: over"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page lacks %q", want)
 		}
@@ -170,9 +170,9 @@ func TestReportIsSelfContained(t *testing.T) {
 		}
 		images++
 	}
-	// Per run: returns, heat map, projection, traces, metrics.
-	if images != 10 {
-		t.Fatalf("%d images, want 10", images)
+	// Per run: returns, heat map, projection, traces, metrics, the SMODICE run's checks.
+	if images != 12 {
+		t.Fatalf("%d images, want 12", images)
 	}
 }
 

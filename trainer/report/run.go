@@ -11,6 +11,7 @@ import (
 
 	"github.com/dualforce/dualforce/trainer/eval"
 	"github.com/dualforce/dualforce/trainer/metrics"
+	"github.com/dualforce/dualforce/trainer/run"
 )
 
 // Files a run directory is searched for.
@@ -83,7 +84,8 @@ func Load(dir string) (*Run, error) {
 	return run, nil
 }
 
-// findLogs lists the metrics logs in dir and its immediate subdirectories, relative to dir.
+// findLogs lists the metrics logs (and the logs of judged checkpoints) in dir and its
+// immediate subdirectories, relative to dir.
 func findLogs(dir string) ([]string, error) {
 	var out []string
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -95,7 +97,7 @@ func findLogs(dir string) ([]string, error) {
 		if d.IsDir() && rel != "." && depth >= 1 {
 			return filepath.SkipDir
 		}
-		if !d.IsDir() && d.Name() == MetricsFile {
+		if !d.IsDir() && (d.Name() == MetricsFile || d.Name() == run.ChecksFile) {
 			out = append(out, rel)
 		}
 		return nil
