@@ -196,7 +196,7 @@ func runTrainSMODICE(ctx context.Context, args []string, stdout, stderr io.Write
 		printBehaviourMass(stdout, data.Behaviours, last)
 	}
 	if opt.Judge != nil {
-		if ck, err = selectedCheckpoint(stdout, *tf.out); err != nil {
+		if ck, err = selectedCheckpoint(stdout, *tf.out, ck); err != nil {
 			return err
 		}
 	}
@@ -208,13 +208,18 @@ func runTrainSMODICE(ctx context.Context, args []string, stdout, stderr io.Write
 const defaultCheckRollouts = 10
 
 // selectedCheckpoint reads the best-judged checkpoint of the run in dir and says how it
-// compares with the last one judged.
-func selectedCheckpoint(w io.Writer, dir string) (*smodice.Checkpoint, error) {
+// compares with the last one judged; a run that judged nothing (no iteration run) keeps its
+// last checkpoint, last.
+func selectedCheckpoint(w io.Writer, dir string, last *smodice.Checkpoint) (*smodice.Checkpoint, error) {
 	checks, err := trainrun.ReadChecks(dir)
 	if err != nil {
 		return nil, err
 	}
 	best, err := trainrun.Selected(dir)
+	if errors.Is(err, trainrun.ErrNoChecks) {
+		fmt.Fprintf(w, "checks: none (no checkpoint after iteration 0 to judge); the bank is iteration %d's\n", last.Iteration)
+		return last, nil
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -133,6 +133,12 @@ func TestTrainJudgesCheckpoints(t *testing.T) {
 	if got, _ := os.ReadFile(filepath.Join(run, "bank.npz")); len(want) == 0 || !bytes.Equal(got, want) {
 		t.Fatal("the run's bank is not the best-judged checkpoint's")
 	}
+	// Nothing to judge: the discriminator alone, and the bank of iteration 0.
+	out = mustRun(t, "train", "smodice", "--offline", data, "--out", filepath.Join(dir, "zero"), "--disc-steps", "30", "--batch", "64",
+		"--iters", "0", "--check-rollouts", "1", "--quiet")
+	if !strings.Contains(out, "checks: none") || !strings.Contains(out, "iteration 0)") {
+		t.Fatalf("a run of no iterations printed %q", out)
+	}
 	if code, _, stderr := dualforce("train", "smodice", "--offline", data, "--out", filepath.Join(dir, "neg"), "--check-rollouts", "-1"); code != 2 || !strings.Contains(stderr, "--check-rollouts -1") {
 		t.Fatalf("--check-rollouts -1 exited %d: %s", code, stderr)
 	}
