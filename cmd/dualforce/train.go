@@ -217,7 +217,7 @@ func selectedCheckpoint(w io.Writer, dir string, last *smodice.Checkpoint) (*smo
 	}
 	best, err := trainrun.Selected(dir)
 	if errors.Is(err, trainrun.ErrNoChecks) {
-		fmt.Fprintf(w, "checks: none (no checkpoint after iteration 0 to judge); the bank is iteration %d's\n", last.Iteration)
+		fmt.Fprintf(w, "checks: %d, none with a score to choose by (nothing after iteration 0 to judge, or only NaN); the bank is iteration %d's\n", len(checks), last.Iteration)
 		return last, nil
 	}
 	if err != nil {

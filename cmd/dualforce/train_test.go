@@ -136,7 +136,7 @@ func TestTrainJudgesCheckpoints(t *testing.T) {
 	// Nothing to judge: the discriminator alone, and the bank of iteration 0.
 	out = mustRun(t, "train", "smodice", "--offline", data, "--out", filepath.Join(dir, "zero"), "--disc-steps", "30", "--batch", "64",
 		"--iters", "0", "--check-rollouts", "1", "--quiet")
-	if !strings.Contains(out, "checks: none") || !strings.Contains(out, "iteration 0)") {
+	if !strings.Contains(out, "checks: 0, none with a score") || !strings.Contains(out, "iteration 0)") {
 		t.Fatalf("a run of no iterations printed %q", out)
 	}
 	if code, _, stderr := dualforce("train", "smodice", "--offline", data, "--out", filepath.Join(dir, "neg"), "--check-rollouts", "-1"); code != 2 || !strings.Contains(stderr, "--check-rollouts -1") {
