@@ -208,7 +208,7 @@ func runTrainSMODICE(ctx context.Context, args []string, stdout, stderr io.Write
 const defaultCheckRollouts = 10
 
 // selectedCheckpoint reads the best-judged checkpoint of the run in dir and says how it
-// compares with the last one judged; a run that judged nothing (no iteration run) keeps its
+// compares with the last one judged; a run that judged nothing with a score keeps its
 // last checkpoint, last.
 func selectedCheckpoint(w io.Writer, dir string, last *smodice.Checkpoint) (*smodice.Checkpoint, error) {
 	checks, err := trainrun.ReadChecks(dir)
