@@ -80,21 +80,15 @@ func Resume(path string, upto int) (*Log, error) {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	var kept [][]byte
-	for n, line := range bytes.Split(old, []byte("\n")) {
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
+	err = eachLine(path, old, func(line []byte) error {
 		it, err := lineIteration(line)
-		if err != nil {
-			// A line cut short by a crash can only be the last one.
-			if n == bytes.Count(old, []byte("\n")) {
-				break
-			}
-			return nil, fmt.Errorf("%s line %d: %w", path, n+1, err)
-		}
-		if it <= upto {
+		if err == nil && it <= upto {
 			kept = append(kept, line)
 		}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	err = skills.WriteFileAtomic(path, 0o644, func(w io.Writer) error {
 		for _, line := range kept {
@@ -112,6 +106,47 @@ func Resume(path string, upto int) (*Log, error) {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	return &Log{f: f, w: bufio.NewWriter(f)}, nil
+}
+
+// Records decodes every line of the log at path into a T (a missing log has none), as
+// Resume reads it.
+func Records[T any](path string) ([]T, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	var out []T
+	err = eachLine(path, data, func(line []byte) error {
+		var rec T
+		if err := json.Unmarshal(line, &rec); err != nil {
+			return fmt.Errorf("%w: %w", ErrMalformed, err)
+		}
+		out = append(out, rec)
+		return nil
+	})
+	return out, err
+}
+
+// eachLine calls f with every non-blank line of the log data read from path. A line f refuses
+// is an error, except the last one: a line cut short by a crash can only be the last, and it
+// is dropped.
+func eachLine(path string, data []byte, f func(line []byte) error) error {
+	lines := bytes.Split(data, []byte("\n"))
+	for n, line := range lines {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		if err := f(line); err != nil {
+			if n == len(lines)-1 {
+				return nil
+			}
+			return fmt.Errorf("%s line %d: %w", path, n+1, err)
+		}
+	}
+	return nil
 }
 
 func lineIteration(line []byte) (int, error) {

@@ -1,13 +1,10 @@
 package run
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 
 	"github.com/dualforce/dualforce/trainer/checkpoint"
@@ -73,33 +70,7 @@ func Selected(dir string) (Check, error) {
 // ReadChecks reads dir's ChecksFile (none: no checks). A line cut short by a crash can only
 // be the last one and is dropped.
 func ReadChecks(dir string) ([]Check, error) {
-	path := filepath.Join(dir, ChecksFile)
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("run: %w", err)
-	}
-	defer f.Close()
-	var checks []Check
-	sc := bufio.NewScanner(f)
-	var bad error
-	for n := 1; sc.Scan(); n++ {
-		if bad != nil {
-			return nil, bad
-		}
-		var c Check
-		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
-			bad = fmt.Errorf("%s line %d: %w: %w", path, n, metrics.ErrMalformed, err)
-			continue
-		}
-		checks = append(checks, c)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("run: %s: %w", path, err)
-	}
-	return checks, nil
+	return metrics.Records[Check](filepath.Join(dir, ChecksFile))
 }
 
 // judging judges a run's checkpoints and keeps the best one.
