@@ -1,7 +1,9 @@
 package eval
 
 import (
+	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/dualforce/dualforce/skills"
@@ -46,5 +48,35 @@ func TestCheckerAcceptsOnlyWhatItCanRun(t *testing.T) {
 	}
 	if _, err := NewChecker("swim", 3); !errors.Is(err, ErrConfig) {
 		t.Fatalf("NewChecker(swim) = %v", err)
+	}
+}
+
+// A Checker scores a walking policy above one that stands, by the mean return Evaluate
+// measures on the checker's rollouts.
+func TestCheckerScoresByReturn(t *testing.T) {
+	checker := Checker{Config: shortConfig(t, 2, 3)}
+	checker.Config.Seed = CheckSeed
+	score := func(b *skills.Bank) float64 {
+		t.Helper()
+		v, err := checker.JudgeBank(context.Background(), b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Evaluate(context.Background(), checker.Config, Latents(b)[:1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Score != res.Subjects[0].MeanReturn || !strings.Contains(v.Summary, "over 2 rollouts") {
+			t.Fatalf("verdict %+v, Evaluate's mean return %v", v, res.Subjects[0].MeanReturn)
+		}
+		return v.Score
+	}
+	walking, standing := score(trotBank(t)), score(constantBank(t, [skills.NumJoints]float32{}))
+	t.Logf("judged: trot %.1f, standing %.1f", walking, standing)
+	if !(walking > standing+20) {
+		t.Fatalf("the trot scored %.1f, standing %.1f", walking, standing)
+	}
+	if _, err := checker.JudgeBank(context.Background(), &skills.Bank{}); !errors.Is(err, ErrConfig) {
+		t.Fatalf("a bank without latents: %v", err)
 	}
 }
