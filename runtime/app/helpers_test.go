@@ -129,7 +129,8 @@ func externalBroker(t testing.TB, cfg *config.Config, m *mqtttest.Mosquitto, rob
 }
 
 // harness is the runtime under test: the emulated master board serving the UDP tunnel in real
-// time, and the runtime's wiring (Start, Run) around it. It stops when the test ends. Tests
+// time (or, with Options.Board, an in-process board in lockstep), and the runtime's wiring
+// (Start, Run) around it. It stops when the test ends. Tests
 // watch the core as an operator does, through MQTT, and afterwards through its flight
 // recording: the core's state snapshot has one reader, the MQTT adapter.
 type harness struct {
@@ -150,19 +151,26 @@ func startHarness(t testing.TB, cfg config.Config, opts Options) *harness {
 		level = slog.LevelWarn // a benchmark prints its log even when it passes
 	}
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: level}))
-	b := boardtest.FirstOrder(t, board.Config{})
-	boardConn, err := link.ListenUDP("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &harness{cfg: cfg, cancel: cancel, runDone: make(chan error, 1), srvDone: make(chan error, 1)}
-	go func() {
-		h.srvDone <- server.New(b, boardConn, server.Options{Priority: testPriority, Logger: log}).Run(ctx)
-		boardConn.Close()
-	}()
-	h.cfg.Transport = config.Transport{Kind: config.TransportUDP, Addr: boardConn.Addr().String()}
-	opts.RealtimePriority, opts.Logger = testPriority, log
+	if opts.Board != nil {
+		h.cfg.Transport = config.Transport{Kind: config.TransportPipe}
+		h.srvDone <- nil
+	} else {
+		boardConn, err := link.ListenUDP("127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := boardtest.FirstOrder(t, board.Config{})
+		go func() {
+			h.srvDone <- server.New(b, boardConn, server.Options{Priority: testPriority, Logger: log}).Run(ctx)
+			boardConn.Close()
+		}()
+		h.cfg.Transport = config.Transport{Kind: config.TransportUDP, Addr: boardConn.Addr().String()}
+		opts.RealtimePriority = testPriority
+	}
+	opts.Logger = log
+	var err error
 	if h.rt, err = Start(ctx, h.cfg, opts); err != nil {
 		cancel()
 		<-h.srvDone
