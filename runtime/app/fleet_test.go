@@ -124,7 +124,17 @@ func TestFleetOnOneBroker(t *testing.T) {
 	}
 	window := time.Since(windowStart)
 	cpuEnd := [2]time.Duration{processCPU(t, broker.PID()), processCPU(t, os.Getpid())}
-	time.Sleep(100 * time.Millisecond) // the last events reach the subscriber
+	// A reply can overtake its robot's skill_switch event on the way to the operator: wait until
+	// the operator has seen as many switches as were commanded (or 10 s; the per-robot check
+	// below then says whose are missing).
+	commanded := 0
+	for _, s := range sent {
+		commanded += len(s)
+	}
+	isSwitch := mqtttest.Containing(`"type":"skill_switch"`)
+	for deadline := time.Now().Add(10 * time.Second); events.Count(isSwitch) < commanded && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
 	cancel()
 	for _, r := range robots {
 		r.stop(t)
