@@ -64,6 +64,9 @@ func methods(usage, what string, byName map[string]runFunc) runFunc {
 	}
 }
 
+// exitInterrupted is the shell's status for a process a SIGINT ended (128 + 2).
+const exitInterrupted = 130
+
 // errUsage marks a wrong command line.
 var errUsage = errors.New("usage")
 
@@ -104,6 +107,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, errUsage):
 		fmt.Fprintf(stderr, "dualforce %s: %v (see dualforce %s -h)\n", c.name, err, c.name)
 		return 2
+	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+		// Ctrl-C or SIGTERM: the command has said what it kept (a checkpoint to --resume);
+		// "context canceled" would read like a failure of its own.
+		fmt.Fprintf(stderr, "dualforce %s: interrupted\n", c.name)
+		return exitInterrupted
 	}
 	fmt.Fprintf(stderr, "dualforce %s: %v\n", c.name, err)
 	return 1

@@ -61,6 +61,21 @@ func TestCollectAndInspect(t *testing.T) {
 	}
 }
 
+// An interrupted command exits with the shell's status for SIGINT, says so, and writes nothing.
+func TestInterruptedCommand(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	out := filepath.Join(t.TempDir(), "loco.npz")
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, []string{"collect", "-task", "locomotion", "-scale", "test", "-out", out, "-quiet"}, &stdout, &stderr)
+	if code != exitInterrupted || stderr.String() != "dualforce collect: interrupted\n" {
+		t.Fatalf("exit %d, stderr %q; want %d and the word interrupted", code, stderr.String(), exitInterrupted)
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("an interrupted collect left %s behind (%v)", out, err)
+	}
+}
+
 func TestCommandLine(t *testing.T) {
 	tests := []struct {
 		args []string
