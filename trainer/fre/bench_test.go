@@ -22,7 +22,7 @@ import (
 func BenchmarkStep512(b *testing.B) {
 	torchbench.EachBackend(b, func(b *testing.B, be nn.Backend) {
 		rng := rand.New(rand.NewPCG(4, 4))
-		a := DefaultArch(48)
+		a := ReferenceArch(48)
 		m, err := NewModel[float32](a, 1)
 		if err != nil {
 			b.Fatal(err)
