@@ -130,9 +130,9 @@ func externalBroker(t testing.TB, cfg *config.Config, m *mqtttest.Mosquitto, rob
 
 // harness is the runtime under test: the emulated master board serving the UDP tunnel in real
 // time (or, with Options.Board, an in-process board in lockstep), and the runtime's wiring
-// (Start, Run) around it. It stops when the test ends. Tests
-// watch the core as an operator does, through MQTT, and afterwards through its flight
-// recording: the core's state snapshot has one reader, the MQTT adapter.
+// (Start, Run) around it. It stops when the test ends. Tests watch the core as an operator
+// does, through MQTT, and afterwards through its flight recording: the core's state snapshot
+// has one reader, the MQTT adapter.
 type harness struct {
 	rt      *Runtime
 	cfg     config.Config
