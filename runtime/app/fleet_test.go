@@ -17,7 +17,6 @@ import (
 
 	"github.com/dualforce/dualforce/hw/board"
 	"github.com/dualforce/dualforce/hw/board/boardtest"
-	"github.com/dualforce/dualforce/runtime/config"
 	"github.com/dualforce/dualforce/runtime/mqtt"
 	"github.com/dualforce/dualforce/runtime/mqtt/mqtttest"
 )
@@ -68,18 +67,13 @@ func TestFleetOnOneBroker(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	robots := make([]*fleetRobot, n)
+	robots := make([]*harness, n)
 	for i, id := range ids {
-		robots[i] = startFleetRobot(t, ctx, id, broker, log)
+		robots[i] = startFleetRobot(t, id, broker, log)
 	}
-	defer func() {
-		for _, r := range robots {
-			r.stop(t)
-		}
-	}()
 	for _, r := range robots {
-		events.WaitFor(t, 30*time.Second, r.id+" running", func(m mqtttest.Message) bool {
-			return m.Topic == "solo/v1/"+r.id+"/events" && strings.Contains(m.Payload, `"type":"mode_change"`) && strings.Contains(m.Payload, `"mode":"run"`)
+		events.WaitFor(t, 30*time.Second, r.cfg.RobotID+" running", func(m mqtttest.Message) bool {
+			return m.Topic == "solo/v1/"+r.cfg.RobotID+"/events" && strings.Contains(m.Payload, `"type":"mode_change"`) && strings.Contains(m.Payload, `"mode":"run"`)
 		})
 	}
 	ops := make([]*mqtt.Operator, n)
@@ -135,7 +129,6 @@ func TestFleetOnOneBroker(t *testing.T) {
 	for deadline := time.Now().Add(10 * time.Second); events.Count(isSwitch) < commanded && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond)
 	}
-	cancel()
 	for _, r := range robots {
 		r.stop(t)
 	}
@@ -149,7 +142,7 @@ func TestFleetOnOneBroker(t *testing.T) {
 	crossed := 0
 	var all []time.Duration
 	for i, r := range robots {
-		ticks := readRecording(t, r.cfg.Recorder.Dir)
+		ticks := r.recording(t)
 		appliedAt := map[string]time.Time{}
 		var order []string
 		for _, tk := range ticks {
@@ -165,16 +158,16 @@ func TestFleetOnOneBroker(t *testing.T) {
 		// Every command this robot's core applied was sent to it, each once and in order.
 		if !slices.Equal(order, want) {
 			crossed++
-			t.Errorf("%s applied commands %v, want exactly its own %v", r.id, order, want)
+			t.Errorf("%s applied commands %v, want exactly its own %v", r.cfg.RobotID, order, want)
 		}
 		switches, _ := eventsOf(ticks, "skill_switch")
-		if len(switches) != len(want) || switchesSeen[r.id] != len(want) {
-			t.Errorf("%s: %d skill switches recorded, %d seen by the operator, %d commanded", r.id, len(switches), switchesSeen[r.id], len(want))
+		if len(switches) != len(want) || switchesSeen[r.cfg.RobotID] != len(want) {
+			t.Errorf("%s: %d skill switches recorded, %d seen by the operator, %d commanded", r.cfg.RobotID, len(switches), switchesSeen[r.cfg.RobotID], len(want))
 		}
 		if i > 0 {
 			for _, at := range appliedAt {
 				if !at.Before(isolationStart) && !at.After(isolationEnd) {
-					t.Errorf("%s applied a command while only %s was commanded", r.id, ids[0])
+					t.Errorf("%s applied a command while only %s was commanded", r.cfg.RobotID, ids[0])
 				}
 			}
 		}
@@ -203,7 +196,7 @@ func TestFleetOnOneBroker(t *testing.T) {
 		all = append(all, applied...)
 		slices.Sort(applied)
 		t.Logf("%s: %d commands, command-to-applied p50 %v p99 %v max %v; %d longer than one policy period, %d applied at the first policy tick after the publish",
-			r.id, len(applied), ms(quantile(applied, 0.5)), ms(quantile(applied, 0.99)), ms(applied[len(applied)-1]), longerThan(applied, fleetPolicyPeriod), firstTick)
+			r.cfg.RobotID, len(applied), ms(quantile(applied, 0.5)), ms(quantile(applied, 0.99)), ms(applied[len(applied)-1]), longerThan(applied, fleetPolicyPeriod), firstTick)
 	}
 	slices.Sort(all)
 	t.Logf("all %d robots: command-to-applied p50 %v p99 %v, %d of %d longer than one policy period (%v); isolation: robot 0 switched %d times alone, %d robots applied a command not sent to them",
@@ -218,39 +211,14 @@ type sentCommand struct {
 	at time.Time
 }
 
-// fleetRobot is one robot of the fleet: a runtime in lockstep with its emulated board.
-type fleetRobot struct {
-	id      string
-	cfg     config.Config
-	runDone chan error
-	stopped bool
-}
-
-func startFleetRobot(t *testing.T, ctx context.Context, id string, broker *mqtttest.Mosquitto, log *slog.Logger) *fleetRobot {
+// startFleetRobot starts one robot of the fleet: a runtime in lockstep with its own emulated
+// board, on broker under its own robot id.
+func startFleetRobot(t *testing.T, id string, broker *mqtttest.Mosquitto, log *slog.Logger) *harness {
 	t.Helper()
 	cfg := testConfig(t)
 	cfg.RobotID = id
-	cfg.Transport = config.Transport{Kind: config.TransportPipe}
 	externalBroker(t, &cfg, broker, mqtttest.Robot(id))
-	rt, err := Start(ctx, cfg, Options{AutoRun: true, Board: boardtest.FirstOrder(t, board.Config{}), Logger: log.With("robot", id)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &fleetRobot{id: id, cfg: cfg, runDone: make(chan error, 1)}
-	go func() { r.runDone <- rt.Run(ctx) }()
-	return r
-}
-
-// stop waits for the runtime's Run to return (the caller cancels its context).
-func (r *fleetRobot) stop(t *testing.T) {
-	t.Helper()
-	if r.stopped {
-		return
-	}
-	r.stopped = true
-	if err := <-r.runDone; err != nil {
-		t.Errorf("%s: %v", r.id, err)
-	}
+	return startHarness(t, cfg, Options{AutoRun: true, Board: boardtest.FirstOrder(t, board.Config{}), Logger: log.With("robot", id)})
 }
 
 // clockTicks is the unit of /proc/<pid>/stat's CPU times (USER_HZ, 100 on Linux).

@@ -144,19 +144,22 @@ type harness struct {
 
 func startHarness(t testing.TB, cfg config.Config, opts Options) *harness {
 	t.Helper()
-	// First, before any thread of this process is real-time: a VM's idle CPUs wake up late.
-	clocktest.KeepAwake(t)
 	level := slog.LevelInfo
 	if _, bench := t.(*testing.B); bench {
 		level = slog.LevelWarn // a benchmark prints its log even when it passes
 	}
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: level}))
+	if opts.Logger == nil {
+		opts.Logger = log
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &harness{cfg: cfg, cancel: cancel, runDone: make(chan error, 1), srvDone: make(chan error, 1)}
 	if opts.Board != nil {
 		h.cfg.Transport = config.Transport{Kind: config.TransportPipe}
 		h.srvDone <- nil
 	} else {
+		// First, before any thread of this process is real-time: a VM's idle CPUs wake up late.
+		clocktest.KeepAwake(t)
 		boardConn, err := link.ListenUDP("127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -169,7 +172,6 @@ func startHarness(t testing.TB, cfg config.Config, opts Options) *harness {
 		h.cfg.Transport = config.Transport{Kind: config.TransportUDP, Addr: boardConn.Addr().String()}
 		opts.RealtimePriority = testPriority
 	}
-	opts.Logger = log
 	var err error
 	if h.rt, err = Start(ctx, h.cfg, opts); err != nil {
 		cancel()
