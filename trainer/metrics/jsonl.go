@@ -197,23 +197,30 @@ type Series struct {
 	Values    map[string][]float64
 }
 
-// ReadSeries reads the columns keys of the log at path.
+// ReadSeries reads the columns keys of the log at path. Like Resume it drops
+// a last line cut short, so a log can be plotted while its run writes it.
 func ReadSeries(path string, keys ...string) (Series, error) {
 	s := Series{Values: make(map[string][]float64, len(keys))}
-	err := eachRecord(path, func(n int, rec map[string]json.RawMessage) error {
+	row := make([]float64, len(keys))
+	err := eachRecord(path, func(rec map[string]json.RawMessage) error {
 		var it Num
 		if err := json.Unmarshal(rec[IterationKey], &it); err != nil || math.IsNaN(float64(it)) {
-			return fmt.Errorf("%s line %d: %w: no numeric %q", path, n, ErrMalformed, IterationKey)
+			return fmt.Errorf("%w: no numeric %q", ErrMalformed, IterationKey)
 		}
-		s.Iteration = append(s.Iteration, float64(it))
-		for _, k := range keys {
+		// The whole line is checked before any of it is kept: a refused last
+		// line leaves the columns as they were.
+		for i, k := range keys {
 			v := Num(math.NaN())
 			if raw, ok := rec[k]; ok {
 				if err := json.Unmarshal(raw, &v); err != nil {
-					return fmt.Errorf("%s line %d: %w: %q is not a number", path, n, ErrMalformed, k)
+					return fmt.Errorf("%w: %q is not a number", ErrMalformed, k)
 				}
 			}
-			s.Values[k] = append(s.Values[k], float64(v))
+			row[i] = float64(v)
+		}
+		s.Iteration = append(s.Iteration, float64(it))
+		for i, k := range keys {
+			s.Values[k] = append(s.Values[k], row[i])
 		}
 		return nil
 	})
@@ -223,33 +230,20 @@ func ReadSeries(path string, keys ...string) (Series, error) {
 	return s, nil
 }
 
-// eachRecord calls f with every non-blank line of the log at path as a JSON object, and its
-// line number.
-func eachRecord(path string, f func(line int, rec map[string]json.RawMessage) error) error {
-	file, err := os.Open(path)
+// eachRecord calls f with every non-blank line of the log at path as a JSON
+// object, as eachLine does.
+func eachRecord(path string, f func(rec map[string]json.RawMessage) error) error {
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
-	defer file.Close()
-	sc := bufio.NewScanner(file)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Bytes()
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
+	return eachLine(path, data, func(line []byte) error {
 		var rec map[string]json.RawMessage
 		if err := json.Unmarshal(line, &rec); err != nil {
-			return fmt.Errorf("%s line %d: %w: %w", path, n, ErrMalformed, err)
+			return fmt.Errorf("%w: %w", ErrMalformed, err)
 		}
-		if err := f(n, rec); err != nil {
-			return err
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("metrics: read %s: %w", path, err)
-	}
-	return nil
+		return f(rec)
+	})
 }
 
 // Columns lists the numeric columns of the log at path, sorted: the keys whose value is a
@@ -258,7 +252,7 @@ func eachRecord(path string, f func(line int, rec map[string]json.RawMessage) er
 // plots what is there.
 func Columns(path string) ([]string, error) {
 	numeric := map[string]bool{}
-	err := eachRecord(path, func(_ int, rec map[string]json.RawMessage) error {
+	err := eachRecord(path, func(rec map[string]json.RawMessage) error {
 		for k, raw := range rec {
 			var v Num
 			ok := json.Unmarshal(raw, &v) == nil

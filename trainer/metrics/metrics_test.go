@@ -81,6 +81,14 @@ func TestLogLinesAndSeries(t *testing.T) {
 		!math.IsNaN(s.Values["ess"][0]) || !math.IsNaN(s.Values["absent"][2]) {
 		t.Fatalf("series %+v", s)
 	}
+	// The run is writing line 4: it is not read, and no column holds part of it.
+	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(`{"iteration":4,"loss":"`)
+	f.Close()
+	s, err = ReadSeries(path, "loss", "ess")
+	if err != nil || len(s.Iteration) != 3 || len(s.Values["loss"]) != 3 || len(s.Values["ess"]) != 3 {
+		t.Fatalf("series of a log being written: %+v, %v", s, err)
+	}
 }
 
 func TestResumeCutsAtTheCheckpoint(t *testing.T) {
@@ -240,10 +248,18 @@ func TestColumns(t *testing.T) {
 	if want := []string{"ess", "phi_0", "phi_1"}; !slices.Equal(got, want) {
 		t.Fatalf("columns %q, want %q", got, want)
 	}
-	if err := os.WriteFile(path, []byte("{\"iteration\":1}\n{cut"), 0o644); err != nil {
+	// A last line cut short (a run writing, or one that crashed) is dropped,
+	// as ReadSeries and Resume drop it; a bad line inside is an error.
+	if err := os.WriteFile(path, []byte("{\"iteration\":1,\"loss\":1}\n{\"iteration\":2,\"lo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Columns(path); err != nil || !slices.Equal(got, []string{"loss"}) {
+		t.Fatalf("cut log: columns %q, %v", got, err)
+	}
+	if err := os.WriteFile(path, []byte("{\"iteration\":1}\n{cut\n{\"iteration\":2}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Columns(path); !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "line 2") {
-		t.Fatalf("cut log: %v", err)
+		t.Fatalf("log with a bad line inside: %v", err)
 	}
 }
