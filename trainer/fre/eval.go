@@ -48,12 +48,33 @@ type Report struct {
 	Seen []Score `json:"seen"`
 	// Unseen scores random functions the encoder was never trained on.
 	Unseen []Score `json:"unseen"`
-	// Identification is the fraction of unseen rewards whose latent from one
-	// subset of held-out states has, among the latents of all rewards from
-	// a disjoint subset, the latent of the same reward as nearest
-	// neighbour (Euclidean).
-	Identification        float64 `json:"identification"`
-	IdentificationRewards int     `json:"identification_rewards"`
+	// Identification is measured twice: codes of one subset of Tokens
+	// states (the issue's test), and codes as Dual-Force and the robot
+	// encode, the mean over Anchors/Tokens subsets.
+	Identification []Identification `json:"identification"`
+}
+
+// Identification is the fraction of unseen rewards whose code from held-out
+// states has, among the codes of all of them from other (disjoint) held-out
+// states, the code of the same reward as nearest neighbour (Euclidean).
+type Identification struct {
+	// Subsets is m: each code is the mean of the encoder's mean latent over
+	// m disjoint subsets of Tokens states.
+	Subsets int `json:"subsets"`
+	// States is the number of states behind each code, m Tokens.
+	States   int     `json:"states"`
+	Rewards  int     `json:"rewards"`
+	Fraction float64 `json:"fraction"`
+	// ByFamily splits Fraction by the rewards' family; the nearest
+	// neighbour is still searched among all rewards.
+	ByFamily []Identified `json:"by_family"`
+}
+
+// Identified is the identification of the rewards of one family.
+type Identified struct {
+	Family   string  `json:"family"`
+	Rewards  int     `json:"rewards"`
+	Fraction float64 `json:"fraction"`
 }
 
 // evalChunk bounds the rewards encoded at once.
@@ -66,11 +87,8 @@ func (t *Trainer) Evaluate(cfg EvalConfig) Report {
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0xe7a1))
 	var rep Report
 	// Every reward needs distinct held-out states: Tokens to encode and the
-	// rest to decode (identification: a second Tokens).
+	// rest to decode.
 	cfg.Decode = min(cfg.Decode, len(t.held)-t.cfg.Tokens)
-	if 2*t.cfg.Tokens > len(t.held) {
-		cfg.Identify = 0
-	}
 	for _, f := range []Family{Linear, MLP, HandMade} {
 		if fam := t.prior.Families[f]; len(fam) > 0 {
 			rep.Seen = append(rep.Seen, t.score(f.String(), fam, cfg.Decode, rng))
@@ -96,8 +114,16 @@ func (t *Trainer) Evaluate(cfg EvalConfig) Report {
 		for len(ids) < cfg.Identify {
 			ids = append(ids, t.prior.DualFormReward(rng))
 		}
-		rep.Identification = t.identify(ids, rng)
-		rep.IdentificationRewards = len(ids)
+		ms := []int{1}
+		if m := t.cfg.Anchors / t.cfg.Tokens; m > 1 {
+			ms = append(ms, m)
+		}
+		for _, m := range ms {
+			// Every reward needs 2m subsets of distinct held-out states.
+			if 2*m*t.cfg.Tokens <= len(t.held) {
+				rep.Identification = append(rep.Identification, t.identify(ids, m, rng))
+			}
+		}
 	}
 	return rep
 }
@@ -141,45 +167,79 @@ func (t *Trainer) score(name string, rewards []Reward, decode int, rng *rand.Ran
 	return Score{Family: name, Rewards: len(rewards), MSE: sse / float64(len(target)), R2: 1 - sse/sst}
 }
 
-// identify encodes every reward on two disjoint subsets of held-out states
-// and returns the fraction whose nearest neighbour across subsets is itself.
-func (t *Trainer) identify(rewards []Reward, rng *rand.Rand) float64 {
-	z := t.cfg.Arch.Latent
-	codes := func() ([]float32, []float32) {
-		var a, b []float32
-		for start := 0; start < len(rewards); start += evalChunk {
-			chunk := rewards[start:min(start+evalChunk, len(rewards))]
-			// Tokens encode states and Tokens more (the "decode" part) make
-			// the disjoint second subset.
-			bt := t.evalBatch(chunk, t.cfg.Tokens, rng)
-			mean, _ := t.model.Encode(bt.EncStates, bt.EncBins, bt.Sets, bt.Tokens)
-			a = append(a, mean...)
-			bins := make([]int32, len(bt.DecRewards))
-			for i, v := range bt.DecRewards {
-				bins[i] = int32(skills.RewardBin(v, 1, t.cfg.Arch.Bins)) // v is normalised already
+// identify encodes every reward on two disjoint sets of m subsets of
+// held-out states each, and finds for each the nearest code of the second
+// set.
+func (t *Trainer) identify(rewards []Reward, m int, rng *rand.Rand) Identification {
+	z, tok, d := t.cfg.Arch.Latent, t.cfg.Tokens, t.prior.Src.Dim
+	codes := func() ([]float64, []float64) {
+		a, b := make([]float64, len(rewards)*z), make([]float64, len(rewards)*z)
+		chunkLen := max(1, evalChunk/(2*m))
+		for start := 0; start < len(rewards); start += chunkLen {
+			chunk := rewards[start:min(start+chunkLen, len(rewards))]
+			// A batch's Tokens encode states and its (2m-1) Tokens "decode"
+			// states are, per reward, 2m consecutive subsets of distinct
+			// states: the first m make one code, the last m the other.
+			bt := t.evalBatch(chunk, (2*m-1)*tok, rng)
+			per := 2 * m * tok
+			states, bins := make([]float32, len(chunk)*per*d), make([]int32, len(chunk)*per)
+			for s := range chunk {
+				enc, dec := bt.EncStates[s*tok*d:(s+1)*tok*d], bt.DecStates[s*(per-tok)*d:(s+1)*(per-tok)*d]
+				copy(states[s*per*d:], enc)
+				copy(states[(s*per+tok)*d:], dec)
+				copy(bins[s*per:], bt.EncBins[s*tok:(s+1)*tok])
+				for i, v := range bt.DecRewards[s*(per-tok) : (s+1)*(per-tok)] {
+					bins[s*per+tok+i] = int32(skills.RewardBin(v, 1, t.cfg.Arch.Bins)) // v is normalised already
+				}
 			}
-			mean, _ = t.model.Encode(bt.DecStates, bins, bt.Sets, bt.Decode)
-			b = append(b, mean...)
+			mean, _ := t.model.Encode(states, bins, len(chunk)*2*m, tok)
+			for s := range chunk {
+				for j := range 2 * m {
+					dst := a
+					if j >= m {
+						dst = b
+					}
+					for k := range z {
+						dst[(start+s)*z+k] += float64(mean[(s*2*m+j)*z+k]) / float64(m)
+					}
+				}
+			}
 		}
 		return a, b
 	}
 	a, b := codes()
-	hits := 0
+	id := Identification{Subsets: m, States: m * tok, Rewards: len(rewards)}
+	hit := make([]bool, len(rewards))
 	for i := range rewards {
 		best, at := math.Inf(1), -1
 		for j := range rewards {
-			d := 0.0
+			dist := 0.0
 			for k := range z {
-				e := float64(a[i*z+k] - b[j*z+k])
-				d += e * e
+				e := a[i*z+k] - b[j*z+k]
+				dist += e * e
 			}
-			if d < best {
-				best, at = d, j
+			if dist < best {
+				best, at = dist, j
 			}
 		}
-		if at == i {
-			hits++
+		hit[i] = at == i
+	}
+	for _, f := range []Family{Linear, MLP, DualForm} {
+		g := Identified{Family: f.String()}
+		for i, r := range rewards {
+			if r.Family == f {
+				g.Rewards++
+				if hit[i] {
+					g.Fraction++
+					id.Fraction++
+				}
+			}
+		}
+		if g.Rewards > 0 {
+			g.Fraction /= float64(g.Rewards)
+			id.ByFamily = append(id.ByFamily, g)
 		}
 	}
-	return float64(hits) / float64(len(rewards))
+	id.Fraction /= float64(len(rewards))
+	return id
 }

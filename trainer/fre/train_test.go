@@ -46,14 +46,23 @@ func TestPretrainingReconstructsHeldOutStates(t *testing.T) {
 	for _, s := range append(rep.Seen, rep.Unseen...) {
 		t.Logf("%-10s %3d rewards: MSE %.4f R^2 %.3f", s.Family, s.Rewards, s.MSE, s.R2)
 	}
-	t.Logf("identification: %.3f of %d (chance %.3f)", rep.Identification, rep.IdentificationRewards, 1/float64(rep.IdentificationRewards))
+	for _, id := range rep.Identification {
+		t.Logf("identification, codes of %d states: %.3f of %d (chance %.3f), by family %+v", id.States, id.Fraction, id.Rewards, 1/float64(id.Rewards), id.ByFamily)
+	}
 	for _, s := range rep.Seen {
 		if s.R2 < 0.25 {
 			t.Errorf("%s: held-out R^2 %.3f, want at least 0.25", s.Family, s.R2)
 		}
 	}
-	if chance := 1 / float64(rep.IdentificationRewards); rep.Identification < 4*chance {
-		t.Errorf("identification %.3f, want at least 4 times chance (%.3f)", rep.Identification, chance)
+	// One subset of Tokens states, and the mean over the Anchors/Tokens
+	// subsets Dual-Force and the robot encode with.
+	if ms := len(rep.Identification); ms != 2 || rep.Identification[1].Subsets != cfg.Anchors/cfg.Tokens {
+		t.Fatalf("identification measured %d times (%+v), want for 1 and %d subsets", ms, rep.Identification, cfg.Anchors/cfg.Tokens)
+	}
+	for _, id := range rep.Identification {
+		if chance := 1 / float64(id.Rewards); id.Fraction < 4*chance {
+			t.Errorf("identification over %d subsets %.3f, want at least 4 times chance (%.3f)", id.Subsets, id.Fraction, chance)
+		}
 	}
 }
 
