@@ -81,8 +81,10 @@ func runTrainDOI(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	start := time.Now()
 	var last map[string]metrics.Num
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	oneBLASThread(log)
 	l, err := doi.Train(ctx, data, cfg, doi.Options{
-		Options: trainrun.Options{Dir: *tf.out, Resume: *resume, Progress: stderr, Quiet: *tf.quiet, Logger: slog.New(slog.NewTextHandler(stderr, nil))},
+		Options: trainrun.Options{Dir: *tf.out, Resume: *resume, Progress: stderr, Quiet: *tf.quiet, Logger: log},
 		Observe: func(r map[string]metrics.Num) { last = r }, Expert: expertCk,
 	})
 	switch {

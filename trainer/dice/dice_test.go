@@ -155,6 +155,56 @@ func TestWeightsAreTheWholeSetSoftmax(t *testing.T) {
 	}
 }
 
+// TestRefreshRowsEstimator checks the block-refreshing weight pass against
+// exact passes of a twin learner (same seed, same steps): the first pass
+// is exact; after a step it is not, StaleError says by how much (the total
+// variation distance to the twin's weights); once every block has been
+// refreshed with an unchanged V it is exact again.
+func TestRefreshRowsEstimator(t *testing.T) {
+	data, reward, _ := syntheticSet(1500, 9)
+	cfg := smallConfig()
+	exact := newValue(t, data, reward, cfg)
+	cfg.RefreshRows = 400 // 4 blocks of 375
+	blocks := newValue(t, data, reward, cfg)
+	tv := func(a, b []float64) float64 {
+		d := 0.0
+		for i := range a {
+			d += math.Abs(a[i] - b[i])
+		}
+		return d / 2
+	}
+	staleError := func(v *Value) float64 {
+		e, err := v.StaleError()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	if d := tv(weights(t, blocks), weights(t, exact)); d != 0 {
+		t.Fatalf("first pass differs from an exact one by %g", d)
+	}
+	for range 20 {
+		must(exact.Step())
+		must(blocks.Step())
+	}
+	wExact := slices.Clone(weights(t, exact))
+	d := tv(weights(t, blocks), wExact)
+	if e := staleError(blocks); d < 1e-4 || math.Abs(e-d) > 1e-7 {
+		t.Fatalf("after 20 steps: distance to the exact weights %g, StaleError %g", d, e)
+	}
+	t.Logf("after 20 steps, one block refreshed: total variation %.4f", d)
+	if e := staleError(exact); e != 0 {
+		t.Fatalf("StaleError of an exact pass %g", e)
+	}
+	for range 3 {
+		weights(t, blocks)
+	}
+	// V evaluated in other chunks rounds differently in float32's last bits.
+	if d, e := tv(blocks.w, wExact), staleError(blocks); d > 1e-7 || e > 1e-7 {
+		t.Fatalf("every block refreshed: distance to the exact weights %g, StaleError %g", d, e)
+	}
+}
+
 // directDelta is delta_i = r_i + gamma (1 - terminal_i) V(s'_i) - V(s_i),
 // one transition at a time through the value network.
 func directDelta(v *Value, data *dataset.Offline, reward []float32, gamma, fallValue float64) []float64 {

@@ -39,6 +39,15 @@ type ValueConfig struct {
 	// random behaviour (effective sample size 424,000 -> 30 within 150
 	// iterations, random's share of the weight 0 -> 26%).
 	AbsorbingFalls bool `json:"absorbing_falls,omitempty"`
+	// RefreshRows, when positive and less than the set, makes the weight
+	// pass an estimator (ours; the spec allows one whose error is
+	// measured): each call re-evaluates V on one block of about RefreshRows
+	// consecutive transitions, in turn, and reuses the values of the
+	// others from earlier calls; delta and the softmax still cover the
+	// whole set with the current reward. The first call evaluates all.
+	// StaleError measures what this costs. 0 evaluates every row on every
+	// call (exact).
+	RefreshRows int `json:"refresh_rows,omitempty"`
 }
 
 // DefaultValueConfig is gamma 0.99, 256-256 ReLU, Adam 3e-4, batch 8192.
@@ -71,11 +80,17 @@ type Value struct {
 
 	// nextIsRow[i] says that transition i's next observation is transition
 	// i+1's observation (every step inside an episode), so the weight pass
-	// reuses V(s_{i+1}) instead of evaluating V on it a second time.
+	// reuses V(s_{i+1}) instead of evaluating V on it a second time; ends
+	// lists the other transitions, whose next observation it evaluates.
 	nextIsRow []bool
-	vObs      []float32 // V on every observation, from the weight pass
-	gather    []float32 // next observations the weight pass evaluates itself
-	gatherIdx []int
+	ends      []int
+	// vObs is V on every observation and vEnd V on the next observation of
+	// every transition of ends, as the weight passes left them; passes
+	// counts the passes (with RefreshRows, the block to refresh next).
+	vObs   []float32
+	vEnd   []float32
+	passes int
+	gather []float32 // next observations the weight pass evaluates itself
 
 	// fallBonus is what a terminal transition adds to its reward for the
 	// value of its absorbing next state, gamma min R / (1 - gamma), with
@@ -93,7 +108,7 @@ type Value struct {
 // initial parameters and, later, its batches from rng. Initial states are
 // the episode starts of data. The reward must be set before the first step.
 func NewValue(data *dataset.Offline, cfg ValueConfig, rng *rand.Rand) (*Value, error) {
-	if cfg.Gamma <= 0 || cfg.Gamma >= 1 || cfg.LR <= 0 || cfg.Batch <= 0 || cfg.InitBatch <= 0 || cfg.ChunkRows <= 0 || cfg.Latent < 0 {
+	if cfg.Gamma <= 0 || cfg.Gamma >= 1 || cfg.LR <= 0 || cfg.Batch <= 0 || cfg.InitBatch <= 0 || cfg.ChunkRows <= 0 || cfg.Latent < 0 || cfg.RefreshRows < 0 {
 		return nil, fmt.Errorf("%w: %+v", ErrConfig, cfg)
 	}
 	if err := data.Validate(); err != nil {
@@ -104,14 +119,21 @@ func NewValue(data *dataset.Offline, cfg ValueConfig, rng *rand.Rand) (*Value, e
 		return nil, fmt.Errorf("dice: value network: %w", err)
 	}
 	n, b, b0, d := data.Len(), cfg.Batch, cfg.InitBatch, data.ObsDim
+	chained := chainedRows(data)
+	var ends []int
+	for i, c := range chained {
+		if !c {
+			ends = append(ends, i)
+		}
+	}
 	return &Value{
 		cfg: cfg, data: data, init: data.InitialStates(), rng: rng,
 		V: v, opt: v.NewOptimiser(cfg.LR),
 		in: make([]float32, (2*b+b0)*d), dV: make([]float32, 2*b+b0),
 		r: make([]float32, b), notDone: make([]float32, b), deltaBatch: make([]float64, b),
 		delta: make([]float64, n), w: make([]float64, n),
-		nextIsRow: chainedRows(data), vObs: make([]float32, n),
-		gather: make([]float32, cfg.ChunkRows*d), gatherIdx: make([]int, 0, cfg.ChunkRows),
+		nextIsRow: chained, ends: ends, vObs: make([]float32, n), vEnd: make([]float32, len(ends)),
+		gather: make([]float32, cfg.ChunkRows*d),
 	}, nil
 }
 
@@ -216,49 +238,92 @@ func (v *Value) Step() (float64, error) {
 // Weights computes delta for every transition of the set and returns
 // w = softmax(delta) over the whole set. V is evaluated in chunks of
 // ChunkRows: once on every observation, and on a next observation only
-// where it is not the following transition's observation (episode ends).
-// The slice is the learner's and is overwritten by the next call.
+// where it is not the following transition's observation (episode ends);
+// with RefreshRows, only on the rows of this call's block. The slice is the
+// learner's and is overwritten by the next call.
 func (v *Value) Weights() ([]float64, error) {
 	if v.reward == nil {
 		return nil, ErrNoReward
 	}
-	n, d, g := v.data.Len(), v.data.ObsDim, v.cfg.Gamma
-	net := v.V.Net
-	for start := 0; start < n; start += v.cfg.ChunkRows {
-		rows := min(v.cfg.ChunkRows, n-start)
-		copy(v.vObs[start:], net.Forward(&v.tape, v.data.Obs[start*d:(start+rows)*d], rows))
+	from, to := v.block()
+	v.evaluate(from, to, v.vObs, v.vEnd)
+	v.passes++
+	v.softmaxDelta(v.vObs, v.vEnd, v.delta, v.w)
+	return v.w, nil
+}
+
+// block is the range of rows the next weight pass evaluates V on: all of
+// them for an exact pass and on the first call, else the next of the
+// blocks of about RefreshRows rows, in turn.
+func (v *Value) block() (from, to int) {
+	n := v.data.Len()
+	if v.cfg.RefreshRows <= 0 || v.cfg.RefreshRows >= n || v.passes == 0 {
+		return 0, n
 	}
-	setDelta := func(i int, vNext float32) {
-		next := g * float64(vNext)
+	blocks := (n + v.cfg.RefreshRows - 1) / v.cfg.RefreshRows
+	b := (v.passes - 1) % blocks
+	return b * n / blocks, (b + 1) * n / blocks
+}
+
+// evaluate writes V of the observations of rows [from, to) into vObs, and
+// V of the next observations of the episode ends among them into vEnd.
+func (v *Value) evaluate(from, to int, vObs, vEnd []float32) {
+	d, net := v.data.ObsDim, v.V.Net
+	for start := from; start < to; start += v.cfg.ChunkRows {
+		rows := min(v.cfg.ChunkRows, to-start)
+		copy(vObs[start:], net.Forward(&v.tape, v.data.Obs[start*d:(start+rows)*d], rows))
+	}
+	first, _ := slices.BinarySearch(v.ends, from)
+	last, _ := slices.BinarySearch(v.ends, to)
+	for start := first; start < last; start += v.cfg.ChunkRows {
+		rows := min(v.cfg.ChunkRows, last-start)
+		for k, i := range v.ends[start : start+rows] {
+			gatherObs(v.gather, v.data.NextObs, d, i, k)
+		}
+		copy(vEnd[start:], net.Forward(&v.tape, v.gather[:rows*d], rows))
+	}
+}
+
+// softmaxDelta sets delta = R + gamma V(s') - V(s) for every transition
+// from the values in vObs and vEnd, and w = softmax(delta).
+func (v *Value) softmaxDelta(vObs, vEnd []float32, delta, w []float64) {
+	g, e := v.cfg.Gamma, 0
+	for i := range delta {
+		var next float64
+		switch {
+		case v.nextIsRow[i]:
+			next = g * float64(vObs[i+1])
+		default:
+			next = g * float64(vEnd[e])
+			e++
+		}
 		if v.data.Terminal[i] {
 			next = v.fallBonus
 		}
-		v.delta[i] = float64(v.reward[i]) + next - float64(v.vObs[i])
+		delta[i] = float64(v.reward[i]) + next - float64(vObs[i])
 	}
-	flush := func() {
-		if len(v.gatherIdx) == 0 {
-			return
-		}
-		vNext := net.Forward(&v.tape, v.gather[:len(v.gatherIdx)*d], len(v.gatherIdx))
-		for k, i := range v.gatherIdx {
-			setDelta(i, vNext[k])
-		}
-		v.gatherIdx = v.gatherIdx[:0]
+	nn.Softmax(delta, w)
+}
+
+// StaleError is the total variation distance (1/2 sum |w - w_exact|)
+// between the weights of the last Weights call and the exact weights of the
+// same call, with V evaluated on every row: what RefreshRows costs. It
+// evaluates V on the whole set and leaves the learner as it was. Zero for
+// an exact pass.
+func (v *Value) StaleError() (float64, error) {
+	if v.passes == 0 {
+		return 0, ErrNoReward
 	}
-	for i := range n {
-		if v.nextIsRow[i] {
-			setDelta(i, v.vObs[i+1])
-			continue
-		}
-		gatherObs(v.gather, v.data.NextObs, d, i, len(v.gatherIdx))
-		v.gatherIdx = append(v.gatherIdx, i)
-		if len(v.gatherIdx) == v.cfg.ChunkRows {
-			flush()
-		}
+	n := v.data.Len()
+	vObs, vEnd := make([]float32, n), make([]float32, len(v.ends))
+	v.evaluate(0, n, vObs, vEnd)
+	delta, w := make([]float64, n), make([]float64, n)
+	v.softmaxDelta(vObs, vEnd, delta, w)
+	tv := 0.0
+	for i, x := range w {
+		tv += math.Abs(x - v.w[i])
 	}
-	flush()
-	nn.Softmax(v.delta, v.w)
-	return v.w, nil
+	return tv / 2, nil
 }
 
 // Delta returns the TD residuals of the last Weights call (the learner's

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dualforce/dualforce/trainer/dataset"
 	"github.com/dualforce/dualforce/trainer/dice"
+	"github.com/dualforce/dualforce/trainer/nn"
 	"github.com/dualforce/dualforce/trainer/prep"
 	"github.com/dualforce/dualforce/trainer/skillset"
 )
@@ -59,17 +60,27 @@ func benchSet(n int) (*dataset.Offline, Inputs) {
 // estimates), "skill" one skill's learner work per iteration (its value
 // steps, the whole-set weight pass, its policy steps). The FRE encoder is a
 // stand-in here (the real one adds m subset passes of its transformer per
-// skill). Run with GOMAXPROCS=2:
+// skill). Where the defaults refresh V on one block of the set per
+// iteration (dice.ValueConfig.RefreshRows: the paper-scale set), the
+// exact pass is timed beside them. Run with GOMAXPROCS=2:
 //
 //	GOMAXPROCS=2 go test -run XXX -bench Iteration -benchtime 3x ./trainer/dualforce
 func BenchmarkIteration(b *testing.B) {
-	b.Logf("GOMAXPROCS=%d", runtime.GOMAXPROCS(0))
+	// As `dualforce train dualforce` does: the skills run side by side.
+	b.Logf("GOMAXPROCS=%d, one OpenBLAS thread: %v", runtime.GOMAXPROCS(0), nn.OneBLASThreadUnlessSet())
+	def, err := DefaultTrainConfig(prep.TaskLocomotion)
+	if err != nil {
+		b.Fatal(err)
+	}
 	for _, n := range []int{65_536, 1_244_751} {
-		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) { benchmarkIteration(b, n) })
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) { benchmarkIteration(b, n, def.Value.RefreshRows) })
+		if r := def.Value.RefreshRows; r > 0 && r < n {
+			b.Run(fmt.Sprintf("n=%d/exact", n), func(b *testing.B) { benchmarkIteration(b, n, 0) })
+		}
 	}
 }
 
-func benchmarkIteration(b *testing.B, n int) {
+func benchmarkIteration(b *testing.B, n, refreshRows int) {
 	data, in := benchSet(n)
 	def, err := DefaultTrainConfig(prep.TaskLocomotion)
 	if err != nil {
@@ -77,9 +88,16 @@ func benchmarkIteration(b *testing.B, n int) {
 	}
 	value, policy, cfg := def.Value, def.Policy, def.Loop
 	value.Latent, policy.Latent = 32, 32 // the shipped encoder's latent width
+	value.RefreshRows = refreshRows
+	cfg.StaleCheckEvery = 0 // timed apart: it is one exact pass per skill
 	ts, skills := newToySkills(b, data, def.Skills, value, policy)
 	loop, err := New(cfg, in, skills, rand.New(rand.NewPCG(1, 2)))
 	if err != nil {
+		b.Fatal(err)
+	}
+	// The first iteration evaluates V on every row whatever RefreshRows:
+	// it is not the steady state.
+	if _, err := loop.Iterate(); err != nil {
 		b.Fatal(err)
 	}
 	b.Run("iteration", func(b *testing.B) {

@@ -80,6 +80,10 @@ type Config struct {
 	// DiversityOff fixes sigmoid(mu) = 1 (R = r_E, no multiplier steps):
 	// SMODICE-expert with n independent skills, the collapse check.
 	DiversityOff bool `json:"diversity_off"`
+	// StaleCheckEvery, when positive, measures every so many iterations
+	// what the value learners' block-refreshing weight pass costs
+	// (dice.Value.StaleError, an extra whole-set pass per skill): Metrics.StaleError.
+	StaleCheckEvery int `json:"stale_check_every,omitempty"`
 }
 
 // DefaultConfig is the locomotion setting (l0 6, eps 4) with five value and
@@ -130,6 +134,15 @@ type Metrics struct {
 	// ESS and MaxW describe the Polyak-averaged weights w_i^{k+1}.
 	ESS, MaxW             []float64
 	ValueLoss, PolicyLoss []float64
+	// StaleError is the total variation distance between each skill's new
+	// weights and the exact ones (StaleCheckEvery), NaN when not measured.
+	StaleError []float64
+}
+
+// staleErrorer is a Value whose weight pass may reuse values of earlier
+// passes and can say what that costs (dice.Value).
+type staleErrorer interface {
+	StaleError() (float64, error)
 }
 
 // LogValue lets Metrics be logged as one slog group.
@@ -166,7 +179,7 @@ func New(cfg Config, in Inputs, skills []Skill, rng *rand.Rand) (*Loop, error) {
 		return nil, fmt.Errorf("%w: %d skills, need at least 2", ErrConfig, len(skills))
 	}
 	if !(cfg.L0 > 0) || !(cfg.MuLR >= 0) || !(cfg.MuKP >= 0) || math.IsInf(cfg.MuKP, 1) || !(cfg.BetaClip >= 0) || math.IsInf(cfg.BetaClip, 1) || !(cfg.MinAlpha > 0 && cfg.MinAlpha <= 1) ||
-		cfg.ValueSteps < 0 || cfg.PolicySteps < 0 || cfg.MuInit < -skillset.MuBound || cfg.MuInit > skillset.MuBound {
+		cfg.ValueSteps < 0 || cfg.PolicySteps < 0 || cfg.StaleCheckEvery < 0 || cfg.MuInit < -skillset.MuBound || cfg.MuInit > skillset.MuBound {
 		return nil, fmt.Errorf("%w: %+v", ErrConfig, cfg)
 	}
 	n := len(in.RE)
@@ -223,7 +236,7 @@ func (l *Loop) Iterate() (Metrics, error) {
 		Iteration:  l.k,
 		Constraint: make([]float64, ns), Sigma: make([]float64, ns),
 		ESS: make([]float64, ns), MaxW: make([]float64, ns),
-		ValueLoss: make([]float64, ns), PolicyLoss: make([]float64, ns),
+		ValueLoss: make([]float64, ns), PolicyLoss: make([]float64, ns), StaleError: make([]float64, ns),
 	}
 
 	// Van der Waals force, on the weights w^k.
@@ -297,6 +310,12 @@ func (l *Loop) train(i int, m *Metrics) (Latent, error) {
 	wNew, err := s.Value.Weights()
 	if err != nil {
 		return Latent{}, fmt.Errorf("skill %d: %w", i, err)
+	}
+	m.StaleError[i] = math.NaN()
+	if se, ok := s.Value.(staleErrorer); ok && l.cfg.StaleCheckEvery > 0 && l.k%l.cfg.StaleCheckEvery == 0 {
+		if m.StaleError[i], err = se.StaleError(); err != nil {
+			return Latent{}, fmt.Errorf("skill %d: %w", i, err)
+		}
 	}
 	w := l.w[i].Add(wNew)
 	if err := s.Policy.SetLatent(z); err != nil {

@@ -21,6 +21,7 @@ const (
 	keyMaxW            = "max_w"
 	keyValueLoss       = "value_loss"
 	keyPolicyLoss      = "policy_loss"
+	keyStaleError      = "stale_tv"
 )
 
 // Record is the metrics-log line of an iteration: one flat JSON object
@@ -37,6 +38,7 @@ func (m Metrics) Record() map[string]metrics.Num {
 	}{
 		{keyConstraint, m.Constraint}, {keySigma, m.Sigma}, {keyDistance, m.Distance},
 		{keyESS, m.ESS}, {keyMaxW, m.MaxW}, {keyValueLoss, m.ValueLoss}, {keyPolicyLoss, m.PolicyLoss},
+		{keyStaleError, m.StaleError},
 	} {
 		for i, v := range col.x {
 			rec[skillset.SkillKey(col.key, i)] = metrics.Num(v)

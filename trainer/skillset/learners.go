@@ -25,6 +25,10 @@ type SavedLearners struct {
 	RNG             [][]byte `json:"rng"`
 	ValueAdamSteps  [][2]int `json:"value_adam_steps"`
 	PolicyAdamSteps [][2]int `json:"policy_adam_steps"`
+	// ValuePasses are the value learners' weight passes, for learners that
+	// refresh one block a pass (dice.ValueConfig.RefreshRows); their kept
+	// values are the array "value_cache".
+	ValuePasses []int `json:"value_passes,omitempty"`
 }
 
 // ErrLearners reports saved learners that do not fit the run's.
@@ -32,6 +36,9 @@ var ErrLearners = errors.New("skillset: saved learners do not fit this run")
 
 // LearnerArray names skill i's checkpoint array: "skill<i>.<name>".
 func LearnerArray(i int, name string) string { return fmt.Sprintf("skill%d.%s", i, name) }
+
+// valueCache names the array of a value learner's kept values.
+const valueCache = "value_cache"
 
 // namedArray is an array of a checkpoint and where it lives.
 type namedArray struct {
@@ -64,6 +71,10 @@ func SaveLearners(ls []Learners, f32 map[string][]float32) (SavedLearners, error
 		for _, a := range learnerArrays(&v, &pi) {
 			f32[LearnerArray(i, a.name)] = *a.x
 		}
+		if v.Cache != nil {
+			f32[LearnerArray(i, valueCache)] = v.Cache
+		}
+		s.ValuePasses = append(s.ValuePasses, v.Passes)
 		s.RNG = append(s.RNG, rng)
 		s.ValueAdamSteps = append(s.ValueAdamSteps, [2]int{v.Adam.Steps, v.LatentAdam.Steps})
 		s.PolicyAdamSteps = append(s.PolicyAdamSteps, [2]int{pi.Adam.Steps, pi.LatentAdam.Steps})
@@ -76,7 +87,7 @@ func SaveLearners(ls []Learners, f32 map[string][]float32) (SavedLearners, error
 // refused (ErrLearners, or the learners' own ErrState).
 func RestoreLearners(ls []Learners, s SavedLearners, f32 map[string][]float32) error {
 	n := len(ls)
-	if len(s.RNG) != n || len(s.ValueAdamSteps) != n || len(s.PolicyAdamSteps) != n {
+	if len(s.RNG) != n || len(s.ValueAdamSteps) != n || len(s.PolicyAdamSteps) != n || (s.ValuePasses != nil && len(s.ValuePasses) != n) {
 		return fmt.Errorf("%w: state for %d skills, run has %d", ErrLearners, len(s.RNG), n)
 	}
 	for i, l := range ls {
@@ -89,6 +100,9 @@ func RestoreLearners(ls []Learners, s SavedLearners, f32 map[string][]float32) e
 				return fmt.Errorf("%w: no array %s", ErrLearners, LearnerArray(i, a.name))
 			}
 			*a.x = x
+		}
+		if s.ValuePasses != nil {
+			v.Passes, v.Cache = s.ValuePasses[i], f32[LearnerArray(i, valueCache)]
 		}
 		if err := l.Value.Restore(v); err != nil {
 			return fmt.Errorf("skill %d: %w", i, err)
