@@ -48,6 +48,9 @@ an iteration about 5x cheaper); every 100 iterations it measures the total varia
 between those weights and exact ones (stale_tv in metrics.jsonl). --refresh-rows 0 evaluates
 every row every iteration.
 
+Falls are absorbing by default, as in train smodice (--absorbing-falls=false for the spec's
+terminal value of 0; train smodice --help says why).
+
 --l0 and --eps default to the task's values (` + taskDefaults() + `). --mu-kp adds a
 proportional term to the multipliers (ours, off by default): the imitation share becomes
 sigmoid(mu_i + kp (phi_i - eps)), so a violated constraint raises it at once.
@@ -90,7 +93,7 @@ func runTrainDualForce(ctx context.Context, args []string, stdout, stderr io.Wri
 	nSkills := fs.Int("skills", def.Skills, "number of skills n (at least 2)")
 	l0 := fs.Float64("l0", 0, "VdW distance scale l0 (default: the task's)")
 	eps := fs.Float64("eps", 0, "imitation-constraint bound eps (default: the task's)")
-	absorbingFalls := fs.Bool("absorbing-falls", false, absorbingFallsUsage)
+	absorbingFalls := fs.Bool("absorbing-falls", def.Value.AbsorbingFalls, absorbingFallsUsage)
 	betaClip := fs.Float64("beta-clip", 0, "clip each skill's VdW reward to its mean +- this many standard deviations over the offline set (ours, an experiment; 0: the paper's reward)")
 	muKP := fs.Float64("mu-kp", 0, "proportional gain on the constraint violation added to each multiplier (0: the paper's multiplier)")
 	iters := fs.Int("iters", def.Run.Iterations, "outer iterations")

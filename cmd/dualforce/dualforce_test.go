@@ -83,10 +83,10 @@ func TestTrainDualForce(t *testing.T) {
 		t.Errorf("missing --fre: exit %d, %s", code, stderr)
 	}
 
-	// --absorbing-falls and --beta-clip reach the configuration the run keeps (and compares
-	// on --resume); a negative clip is refused.
+	// --absorbing-falls=false (the default is absorbing) and --beta-clip reach the
+	// configuration the run keeps (and compares on --resume); a negative clip is refused.
 	ours := filepath.Join(dir, "ours")
-	mustRun(t, slices.Concat(tiny, []string{"--out", ours, "--iters", "1", "--absorbing-falls", "--beta-clip", "2"})...)
+	mustRun(t, slices.Concat(tiny, []string{"--out", ours, "--iters", "1", "--absorbing-falls=false", "--beta-clip", "2"})...)
 	ck, err := checkpoint.Read(filepath.Join(ours, trainrun.CheckpointFile))
 	if err != nil {
 		t.Fatal(err)
@@ -99,8 +99,8 @@ func TestTrainDualForce(t *testing.T) {
 	if err := json.Unmarshal(saved.Config, &cfg); err != nil {
 		t.Fatal(err)
 	}
-	if !cfg.Value.AbsorbingFalls || cfg.Loop.BetaClip != 2 {
-		t.Errorf("stored config: absorbing falls %v, beta clip %g; want true and 2", cfg.Value.AbsorbingFalls, cfg.Loop.BetaClip)
+	if cfg.Value.AbsorbingFalls || cfg.Loop.BetaClip != 2 {
+		t.Errorf("stored config: absorbing falls %v, beta clip %g; want false and 2", cfg.Value.AbsorbingFalls, cfg.Loop.BetaClip)
 	}
 	if code, _, stderr := dualforce(slices.Concat(tiny, []string{"--out", refused, "--beta-clip", "-1"})...); code != 2 || !strings.Contains(stderr, "--beta-clip") {
 		t.Errorf("--beta-clip -1: exit %d, %s", code, stderr)

@@ -49,8 +49,9 @@ type TrainConfig struct {
 // steps per outer iteration, 2000 iterations checkpointed every 100. On sets
 // larger than DefaultRefreshRows each iteration's weight pass re-evaluates
 // V on one block of that many rows (dice.ValueConfig.RefreshRows), and its
-// error is measured every 100 iterations. The latent width is the FRE
-// encoder's and is set by Train.
+// error is measured every 100 iterations. Falls are absorbing, as the
+// SMODICE-expert's. The latent width is the FRE encoder's and is set by
+// Train.
 func DefaultTrainConfig(task string) (TrainConfig, error) {
 	td, err := prep.LookupTask(task)
 	if err != nil {
@@ -61,6 +62,9 @@ func DefaultTrainConfig(task string) (TrainConfig, error) {
 	value, policy := dice.DefaultValueConfig(), wbc.DefaultConfig()
 	value.Batch, value.InitBatch, policy.Batch = 1024, 1024, 1024
 	value.RefreshRows, loop.StaleCheckEvery = DefaultRefreshRows, 100
+	// As the SMODICE-expert's: with the spec's terminal value of 0 its
+	// weights collapsed onto falls on the paper-scale set (dice.ValueConfig).
+	value.AbsorbingFalls = true
 	return TrainConfig{
 		Seed: 1, Skills: 3, Loop: loop, Value: value, Policy: policy,
 		Run: run.Settings{Iterations: 2000, CheckpointEvery: 100},
