@@ -71,6 +71,15 @@ func TestSetBackendRejectsUnknown(t *testing.T) {
 	}
 }
 
+// The environment's OPENBLAS_NUM_THREADS wins over a trainer's choice of one
+// thread.
+func TestOneBLASThreadRespectsTheEnvironment(t *testing.T) {
+	t.Setenv("OPENBLAS_NUM_THREADS", "2")
+	if OneBLASThreadUnlessSet() {
+		t.Fatal("thread count changed although OPENBLAS_NUM_THREADS is set")
+	}
+}
+
 func TestMLPForwardByHand(t *testing.T) {
 	m, err := NewMLP[float64](rand.New(rand.NewPCG(0, 0)), []int{2, 2, 1}, ReLU, Tanh)
 	if err != nil {
