@@ -2,6 +2,7 @@ package skillset
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -14,11 +15,13 @@ import (
 	"github.com/dualforce/dualforce/trainer/wbc"
 )
 
-// newLearners builds n skills' learners on d, each with its own generator of seed.
-func newLearners(t *testing.T, d *prep.Data, n int, seed uint64) []Learners {
+// newLearners builds n skills' learners on d, each with its own generator of seed, their
+// weight passes refreshing refreshRows rows each (0: exact).
+func newLearners(t *testing.T, d *prep.Data, n int, seed uint64, refreshRows int) []Learners {
 	t.Helper()
 	vc, pc := dice.DefaultValueConfig(), wbc.DefaultConfig()
 	vc.Hidden, pc.Hidden = []int{16}, []int{16}
+	vc.RefreshRows = refreshRows
 	vc.Batch, vc.InitBatch, pc.Batch = 64, 64, 64
 	var ls []Learners
 	for i := range n {
@@ -38,11 +41,17 @@ func newLearners(t *testing.T, d *prep.Data, n int, seed uint64) []Learners {
 }
 
 // Saved after some steps and restored into learners of another seed: the same parameters,
-// moments, step counts and generator; a state for other skills or with an array missing is
-// refused.
+// moments, step counts, generator and, for weight passes that refresh one block at a time, the
+// kept values; a state for other skills or with an array missing is refused.
 func TestSaveRestoreLearners(t *testing.T) {
 	d := preptest.Synthetic(t, datafiletest.Small, 1, true)
-	ls := newLearners(t, d, 2, 1)
+	for _, refresh := range []int{0, d.Offline.Len() / 2} {
+		t.Run(fmt.Sprintf("refresh %d rows", refresh), func(t *testing.T) { checkSaveRestoreLearners(t, d, refresh) })
+	}
+}
+
+func checkSaveRestoreLearners(t *testing.T, d *prep.Data, refresh int) {
+	ls := newLearners(t, d, 2, 1, refresh)
 	reward := make([]float32, d.Offline.Len())
 	for _, l := range ls {
 		if err := l.Value.SetReward(reward); err != nil {
@@ -65,7 +74,10 @@ func TestSaveRestoreLearners(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	back := newLearners(t, d, 2, 2)
+	if _, kept := f32[LearnerArray(0, valueCache)]; kept != (refresh > 0) {
+		t.Fatalf("kept values saved: %v, with passes refreshing %d rows", kept, refresh)
+	}
+	back := newLearners(t, d, 2, 2, refresh)
 	if err := RestoreLearners(back, saved, f32); err != nil {
 		t.Fatal(err)
 	}
@@ -77,6 +89,14 @@ func TestSaveRestoreLearners(t *testing.T) {
 	}
 	if err := RestoreLearners(back[:1], saved, f32); !errors.Is(err, ErrLearners) {
 		t.Errorf("state of two skills into one: %v", err)
+	}
+	if refresh > 0 {
+		cache := f32[LearnerArray(1, valueCache)]
+		delete(f32, LearnerArray(1, valueCache))
+		if err := RestoreLearners(back, saved, f32); !errors.Is(err, dice.ErrState) {
+			t.Errorf("kept values missing: %v", err)
+		}
+		f32[LearnerArray(1, valueCache)] = cache
 	}
 	delete(f32, LearnerArray(1, "policy_adam_v"))
 	if err := RestoreLearners(back, saved, f32); !errors.Is(err, ErrLearners) {
