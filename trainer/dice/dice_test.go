@@ -115,7 +115,13 @@ func smallConfig() ValueConfig {
 // newValue is a value learner on data with reward set.
 func newValue(t testing.TB, data *dataset.Offline, reward []float32, cfg ValueConfig) *Value {
 	t.Helper()
-	v, err := NewValue(data, cfg, rand.New(rand.NewPCG(1, 0xd1ce)))
+	return newValueFrom(t, data, reward, cfg, rand.NewPCG(1, 0xd1ce))
+}
+
+// newValueFrom is newValue drawing from src, which the caller keeps.
+func newValueFrom(t testing.TB, data *dataset.Offline, reward []float32, cfg ValueConfig, src *rand.PCG) *Value {
+	t.Helper()
+	v, err := NewValue(data, cfg, rand.New(src))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,13 +318,7 @@ func checkTerminalsAndTimeouts(t *testing.T, absorbing bool) {
 
 	// The value step: replay its draws with a generator in the same state.
 	src := rand.NewPCG(3, 4)
-	v2, err := NewValue(data, cfg, rand.New(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := v2.SetReward(reward); err != nil {
-		t.Fatal(err)
-	}
+	v2 := newValueFrom(t, data, reward, cfg, src)
 	snapshot, _ := src.MarshalBinary()
 	var replay rand.PCG
 	_ = replay.UnmarshalBinary(snapshot)

@@ -23,13 +23,7 @@ func TestRestoreContinuesBitIdentically(t *testing.T) {
 			z := []float32{0.3, -1}
 			start := func() (*Value, *rand.PCG) {
 				src := rand.NewPCG(5, 6)
-				v, err := NewValue(data, cfg, rand.New(src))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := v.SetReward(reward); err != nil {
-					t.Fatal(err)
-				}
+				v := newValueFrom(t, data, reward, cfg, src)
 				if err := v.SetLatent(z); err != nil {
 					t.Fatal(err)
 				}
