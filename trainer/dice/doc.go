@@ -10,9 +10,13 @@
 // paper's off-policy KL estimate, and, kept apart, the weight mass on
 // expert transitions). With R = r_E (the discriminator's reward) this is
 // SMODICE. ValueConfig.AbsorbingFalls (ours; off in DefaultValueConfig, on
-// in the SMODICE-expert's defaults) replaces the
+// in the SMODICE-expert's and Dual-Force's defaults) replaces the
 // terminal's 0 by the value of staying at the set's lowest reward, min R /
 // (1-gamma), so that with a mostly negative reward a fall is not a way out.
+// ValueConfig.RefreshRows (ours; off in DefaultValueConfig, on in
+// Dual-Force's defaults for large sets) makes the whole-set pass an
+// estimator that re-evaluates V on one block of rows per pass and reuses
+// the others' values; Value.StaleError measures its error.
 //
 // The trainer never sees which transitions are expert ones: dataset.Offline
 // has no such column and ExpertMass, the only reader of the labels, is a
