@@ -308,11 +308,14 @@ func (v *Value) softmaxDelta(vObs, vEnd []float32, delta, w []float64) {
 // StaleError is the total variation distance (1/2 sum |w - w_exact|)
 // between the weights of the last Weights call and the exact weights of the
 // same call, with V evaluated on every row: what RefreshRows costs. It
-// evaluates V on the whole set and leaves the learner as it was. Zero for
-// an exact pass.
+// evaluates V on the whole set and leaves the learner as it was. Zero,
+// without that pass, for a learner whose passes are exact.
 func (v *Value) StaleError() (float64, error) {
 	if v.passes == 0 {
 		return 0, ErrNoReward
+	}
+	if !v.keepsValues() {
+		return 0, nil
 	}
 	n := v.data.Len()
 	vObs, vEnd := make([]float32, n), make([]float32, len(v.ends))
