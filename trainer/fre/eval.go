@@ -3,8 +3,6 @@ package fre
 import (
 	"math"
 	"math/rand/v2"
-
-	"github.com/dualforce/dualforce/skills"
 )
 
 // EvalConfig sizes an evaluation. Every state it encodes or decodes is a
@@ -128,13 +126,13 @@ func (t *Trainer) Evaluate(cfg EvalConfig) Report {
 	return rep
 }
 
-// evalBatch fills a batch for rewards on held-out states, decode states
-// per reward.
-func (t *Trainer) evalBatch(rewards []Reward, decode int, rng *rand.Rand) *Batch[float32] {
+// evalBatch fills a batch for rewards on held-out states: tokens encode
+// and decode decode states per reward, all distinct.
+func (t *Trainer) evalBatch(rewards []Reward, tokens, decode int, rng *rand.Rand) *Batch[float32] {
 	d, n := t.prior.Src.Dim, len(rewards)
 	b := &Batch[float32]{
-		Sets: n, Tokens: t.cfg.Tokens, Decode: decode,
-		EncStates: make([]float32, n*t.cfg.Tokens*d), EncBins: make([]int32, n*t.cfg.Tokens),
+		Sets: n, Tokens: tokens, Decode: decode,
+		EncStates: make([]float32, n*tokens*d), EncBins: make([]int32, n*tokens),
 		DecStates: make([]float32, n*decode*d), DecRewards: make([]float32, n*decode),
 	}
 	for s := range rewards {
@@ -148,7 +146,7 @@ func (t *Trainer) score(name string, rewards []Reward, decode int, rng *rand.Ran
 	var pred, target []float64
 	for start := 0; start < len(rewards); start += evalChunk {
 		chunk := rewards[start:min(start+evalChunk, len(rewards))]
-		b := t.evalBatch(chunk, decode, rng)
+		b := t.evalBatch(chunk, t.cfg.Tokens, decode, rng)
 		mean, _ := t.model.Encode(b.EncStates, b.EncBins, b.Sets, b.Tokens)
 		for i, p := range t.model.Decode(mean, b.DecStates, b.Sets, b.Decode) {
 			pred, target = append(pred, float64(p)), append(target, float64(b.DecRewards[i]))
@@ -171,43 +169,27 @@ func (t *Trainer) score(name string, rewards []Reward, decode int, rng *rand.Ran
 // held-out states each, and finds for each the nearest code of the second
 // set.
 func (t *Trainer) identify(rewards []Reward, m int, rng *rand.Rand) Identification {
-	z, tok, d := t.cfg.Arch.Latent, t.cfg.Tokens, t.prior.Src.Dim
-	codes := func() ([]float64, []float64) {
-		a, b := make([]float64, len(rewards)*z), make([]float64, len(rewards)*z)
-		chunkLen := max(1, evalChunk/(2*m))
-		for start := 0; start < len(rewards); start += chunkLen {
-			chunk := rewards[start:min(start+chunkLen, len(rewards))]
-			// A batch's Tokens encode states and its (2m-1) Tokens "decode"
-			// states are, per reward, 2m consecutive subsets of distinct
-			// states: the first m make one code, the last m the other.
-			bt := t.evalBatch(chunk, (2*m-1)*tok, rng)
-			per := 2 * m * tok
-			states, bins := make([]float32, len(chunk)*per*d), make([]int32, len(chunk)*per)
-			for s := range chunk {
-				enc, dec := bt.EncStates[s*tok*d:(s+1)*tok*d], bt.DecStates[s*(per-tok)*d:(s+1)*(per-tok)*d]
-				copy(states[s*per*d:], enc)
-				copy(states[(s*per+tok)*d:], dec)
-				copy(bins[s*per:], bt.EncBins[s*tok:(s+1)*tok])
-				for i, v := range bt.DecRewards[s*(per-tok) : (s+1)*(per-tok)] {
-					bins[s*per+tok+i] = int32(skills.RewardBin(v, 1, t.cfg.Arch.Bins)) // v is normalised already
+	z, tok := t.cfg.Arch.Latent, t.cfg.Tokens
+	a, b := make([]float64, len(rewards)*z), make([]float64, len(rewards)*z)
+	chunkLen := max(1, evalChunk/(2*m))
+	for start := 0; start < len(rewards); start += chunkLen {
+		chunk := rewards[start:min(start+chunkLen, len(rewards))]
+		// 2m Tokens distinct states per reward, encoded as 2m consecutive
+		// subsets: the first m make one code, the last m the other.
+		bt := t.evalBatch(chunk, 2*m*tok, 0, rng)
+		mean, _ := t.model.Encode(bt.EncStates, bt.EncBins, len(chunk)*2*m, tok)
+		for s := range chunk {
+			for j := range 2 * m {
+				dst := a
+				if j >= m {
+					dst = b
 				}
-			}
-			mean, _ := t.model.Encode(states, bins, len(chunk)*2*m, tok)
-			for s := range chunk {
-				for j := range 2 * m {
-					dst := a
-					if j >= m {
-						dst = b
-					}
-					for k := range z {
-						dst[(start+s)*z+k] += float64(mean[(s*2*m+j)*z+k]) / float64(m)
-					}
+				for k := range z {
+					dst[(start+s)*z+k] += float64(mean[(s*2*m+j)*z+k]) / float64(m)
 				}
 			}
 		}
-		return a, b
 	}
-	a, b := codes()
 	id := Identification{Subsets: m, States: m * tok, Rewards: len(rewards)}
 	hit := make([]bool, len(rewards))
 	for i := range rewards {
