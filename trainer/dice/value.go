@@ -257,7 +257,7 @@ func (v *Value) Weights() ([]float64, error) {
 // blocks of about RefreshRows rows, in turn.
 func (v *Value) block() (from, to int) {
 	n := v.data.Len()
-	if v.cfg.RefreshRows <= 0 || v.cfg.RefreshRows >= n || v.passes == 0 {
+	if !v.keepsValues() || v.passes == 0 {
 		return 0, n
 	}
 	blocks := (n + v.cfg.RefreshRows - 1) / v.cfg.RefreshRows
@@ -290,10 +290,9 @@ func (v *Value) softmaxDelta(vObs, vEnd []float32, delta, w []float64) {
 	g, e := v.cfg.Gamma, 0
 	for i := range delta {
 		var next float64
-		switch {
-		case v.nextIsRow[i]:
+		if v.nextIsRow[i] {
 			next = g * float64(vObs[i+1])
-		default:
+		} else {
 			next = g * float64(vEnd[e])
 			e++
 		}
