@@ -117,7 +117,7 @@ func printFREReport(w io.Writer, rep *fre.Report) {
 		scores []fre.Score
 	}{{"prior's rewards", rep.Seen}, {"unseen rewards", rep.Unseen}} {
 		for _, s := range part.scores {
-			fmt.Fprintf(w, "held-out reconstruction, %s, %-10s (%d): MSE %.4f, R^2 %.3f\n", part.name, s.Family, s.Rewards, s.MSE, s.R2)
+			fmt.Fprintf(w, "held-out reconstruction, %s, %-10s (%d), codes of %d states: MSE %.4f, R^2 %.3f\n", part.name, s.Family, s.Rewards, s.States, s.MSE, s.R2)
 		}
 	}
 	for _, id := range rep.Identification {

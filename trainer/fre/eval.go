@@ -33,7 +33,12 @@ func DefaultEvalConfig() EvalConfig {
 // of the decoded normalised rewards and R^2 = 1 - SSE/SST with SST about the
 // mean of all their targets.
 type Score struct {
-	Family  string  `json:"family"`
+	Family string `json:"family"`
+	// Subsets is m: each reward is decoded from the mean of the encoder's
+	// mean latent over m disjoint subsets of Tokens held-out states.
+	Subsets int `json:"subsets"`
+	// States is the number of states behind each code, m Tokens.
+	States  int     `json:"states"`
 	Rewards int     `json:"rewards"`
 	MSE     float64 `json:"mse"`
 	R2      float64 `json:"r2"`
@@ -45,6 +50,8 @@ type Report struct {
 	// fresh Dual-Force-form rewards.
 	Seen []Score `json:"seen"`
 	// Unseen scores random functions the encoder was never trained on.
+	// Both are measured as identification is: from codes of one subset of
+	// Tokens states, then from codes as Dual-Force and the robot encode.
 	Unseen []Score `json:"unseen"`
 	// Identification is measured twice: codes of one subset of Tokens
 	// states (the issue's test), and codes as Dual-Force and the robot
@@ -87,9 +94,16 @@ func (t *Trainer) Evaluate(cfg EvalConfig) Report {
 	// Every reward needs distinct held-out states: Tokens to encode and the
 	// rest to decode.
 	cfg.Decode = min(cfg.Decode, len(t.held)-t.cfg.Tokens)
+	type scored struct {
+		name    string
+		rewards []Reward
+		seen    bool
+	}
+	var sets []scored
 	for _, f := range []Family{Linear, MLP, HandMade} {
 		if fam := t.prior.Families[f]; len(fam) > 0 {
-			rep.Seen = append(rep.Seen, t.score(f.String(), fam, cfg.Decode, rng))
+			sets = append(sets, scored{f.String(), fam, true})
+			rep.Seen = append(rep.Seen, t.score(f.String(), fam, 1, cfg.Decode, rng))
 		}
 	}
 	var df []Reward
@@ -97,29 +111,48 @@ func (t *Trainer) Evaluate(cfg EvalConfig) Report {
 		df = append(df, t.prior.DualFormReward(rng))
 	}
 	if len(df) > 0 {
-		rep.Seen = append(rep.Seen, t.score(DualForm.String(), df, cfg.Decode, rng))
+		sets = append(sets, scored{DualForm.String(), df, true})
+		rep.Seen = append(rep.Seen, t.score(DualForm.String(), df, 1, cfg.Decode, rng))
 	}
 	nLin, nMLP := max(cfg.NewLinear, cfg.Identify/4), max(cfg.NewMLP, cfg.Identify/4)
 	lin, mlp := t.prior.RandomFunctions(rng, nLin, nMLP)
 	if cfg.NewLinear > 0 {
-		rep.Unseen = append(rep.Unseen, t.score(Linear.String(), lin[:cfg.NewLinear], cfg.Decode, rng))
+		sets = append(sets, scored{Linear.String(), lin[:cfg.NewLinear], false})
+		rep.Unseen = append(rep.Unseen, t.score(Linear.String(), lin[:cfg.NewLinear], 1, cfg.Decode, rng))
 	}
 	if cfg.NewMLP > 0 {
-		rep.Unseen = append(rep.Unseen, t.score(MLP.String(), mlp[:cfg.NewMLP], cfg.Decode, rng))
+		sets = append(sets, scored{MLP.String(), mlp[:cfg.NewMLP], false})
+		rep.Unseen = append(rep.Unseen, t.score(MLP.String(), mlp[:cfg.NewMLP], 1, cfg.Decode, rng))
 	}
+	m := t.cfg.Anchors / t.cfg.Tokens
 	if cfg.Identify > 0 {
 		ids := append(append([]Reward(nil), lin[:cfg.Identify/4]...), mlp[:cfg.Identify/4]...)
 		for len(ids) < cfg.Identify {
 			ids = append(ids, t.prior.DualFormReward(rng))
 		}
 		ms := []int{1}
-		if m := t.cfg.Anchors / t.cfg.Tokens; m > 1 {
+		if m > 1 {
 			ms = append(ms, m)
 		}
 		for _, m := range ms {
 			// Every reward needs 2m subsets of distinct held-out states.
 			if 2*m*t.cfg.Tokens <= len(t.held) {
 				rep.Identification = append(rep.Identification, t.identify(ids, m, rng))
+			}
+		}
+	}
+	// The same rewards again, decoded from codes of m subsets, on states of
+	// a generator of their own so that the one-subset scores above stay
+	// what they were before this second measurement existed.
+	decode := min(cfg.Decode, len(t.held)-m*t.cfg.Tokens)
+	if m > 1 && decode > 0 {
+		rng := rand.New(rand.NewPCG(cfg.Seed, 0xe7a2))
+		for _, set := range sets {
+			sc := t.score(set.name, set.rewards, m, decode, rng)
+			if set.seen {
+				rep.Seen = append(rep.Seen, sc)
+			} else {
+				rep.Unseen = append(rep.Unseen, sc)
 			}
 		}
 	}
@@ -141,14 +174,20 @@ func (t *Trainer) evalBatch(rewards []Reward, tokens, decode int, rng *rand.Rand
 	return b
 }
 
-// score reconstructs every reward from the posterior mean of one encode set.
-func (t *Trainer) score(name string, rewards []Reward, decode int, rng *rand.Rand) Score {
+// score reconstructs every reward on decode held-out states from its code
+// over m subsets of Tokens other held-out states.
+func (t *Trainer) score(name string, rewards []Reward, m, decode int, rng *rand.Rand) Score {
+	z := t.cfg.Arch.Latent
 	var pred, target []float64
-	for start := 0; start < len(rewards); start += evalChunk {
-		chunk := rewards[start:min(start+evalChunk, len(rewards))]
-		b := t.evalBatch(chunk, t.cfg.Tokens, decode, rng)
-		mean, _ := t.model.Encode(b.EncStates, b.EncBins, b.Sets, b.Tokens)
-		for i, p := range t.model.Decode(mean, b.DecStates, b.Sets, b.Decode) {
+	code := make([]float32, 0, min(len(rewards), evalChunk)*z)
+	for start := 0; start < len(rewards); start += max(1, evalChunk/m) {
+		chunk := rewards[start:min(start+max(1, evalChunk/m), len(rewards))]
+		b := t.evalBatch(chunk, m*t.cfg.Tokens, decode, rng)
+		code = code[:0]
+		for _, v := range t.meanCodes(b, len(chunk), m) {
+			code = append(code, float32(v))
+		}
+		for i, p := range t.model.Decode(code, b.DecStates, b.Sets, b.Decode) {
 			pred, target = append(pred, float64(p)), append(target, float64(b.DecRewards[i]))
 		}
 	}
@@ -162,7 +201,22 @@ func (t *Trainer) score(name string, rewards []Reward, decode int, rng *rand.Ran
 		sse += (pred[i] - y) * (pred[i] - y)
 		sst += (y - mu) * (y - mu)
 	}
-	return Score{Family: name, Rewards: len(rewards), MSE: sse / float64(len(target)), R2: 1 - sse/sst}
+	return Score{Family: name, Subsets: m, States: m * t.cfg.Tokens, Rewards: len(rewards), MSE: sse / float64(len(target)), R2: 1 - sse/sst}
+}
+
+// meanCodes encodes b's encode states as consecutive subsets of Tokens and
+// returns groups codes, each the mean of the encoder's mean latent over m
+// consecutive subsets.
+func (t *Trainer) meanCodes(b *Batch[float32], groups, m int) []float64 {
+	z, tok := t.cfg.Arch.Latent, t.cfg.Tokens
+	mean, _ := t.model.Encode(b.EncStates, b.EncBins, groups*m, tok)
+	codes := make([]float64, groups*z)
+	for j := range groups * m {
+		for k := range z {
+			codes[j/m*z+k] += float64(mean[j*z+k]) / float64(m)
+		}
+	}
+	return codes
 }
 
 // identify encodes every reward on two disjoint sets of m subsets of
@@ -176,18 +230,10 @@ func (t *Trainer) identify(rewards []Reward, m int, rng *rand.Rand) Identificati
 		chunk := rewards[start:min(start+chunkLen, len(rewards))]
 		// 2m Tokens distinct states per reward, encoded as 2m consecutive
 		// subsets: the first m make one code, the last m the other.
-		bt := t.evalBatch(chunk, 2*m*tok, 0, rng)
-		mean, _ := t.model.Encode(bt.EncStates, bt.EncBins, len(chunk)*2*m, tok)
+		codes := t.meanCodes(t.evalBatch(chunk, 2*m*tok, 0, rng), 2*len(chunk), m)
 		for s := range chunk {
-			for j := range 2 * m {
-				dst := a
-				if j >= m {
-					dst = b
-				}
-				for k := range z {
-					dst[(start+s)*z+k] += float64(mean[(s*2*m+j)*z+k]) / float64(m)
-				}
-			}
+			copy(a[(start+s)*z:(start+s+1)*z], codes[2*s*z:(2*s+1)*z])
+			copy(b[(start+s)*z:(start+s+1)*z], codes[(2*s+1)*z:(2*s+2)*z])
 		}
 	}
 	id := Identification{Subsets: m, States: m * tok, Rewards: len(rewards)}

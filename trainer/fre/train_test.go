@@ -44,14 +44,22 @@ func TestPretrainingReconstructsHeldOutStates(t *testing.T) {
 	t.Logf("%d steps in %v", cfg.Run.Iterations, time.Since(start))
 	rep := tr.Evaluate(ev)
 	for _, s := range append(rep.Seen, rep.Unseen...) {
-		t.Logf("%-10s %3d rewards: MSE %.4f R^2 %.3f", s.Family, s.Rewards, s.MSE, s.R2)
+		t.Logf("%-10s %3d rewards, codes of %d states: MSE %.4f R^2 %.3f", s.Family, s.Rewards, s.States, s.MSE, s.R2)
 	}
 	for _, id := range rep.Identification {
 		t.Logf("identification, codes of %d states: %.3f of %d (chance %.3f), by family %+v", id.States, id.Fraction, id.Rewards, 1/float64(id.Rewards), id.ByFamily)
 	}
-	for _, s := range rep.Seen {
+	// Every family twice: from one subset of Tokens states, and from the
+	// mean over the Anchors/Tokens subsets.
+	if len(rep.Seen) != 8 || len(rep.Unseen) != 4 {
+		t.Fatalf("%d seen and %d unseen scores, want 8 and 4 (four and two families, each for 1 and %d subsets)", len(rep.Seen), len(rep.Unseen), cfg.Anchors/cfg.Tokens)
+	}
+	for i, s := range rep.Seen {
+		if want := []int{1, cfg.Anchors / cfg.Tokens}[i/4]; s.Subsets != want || s.States != want*cfg.Tokens {
+			t.Errorf("seen score %d (%s) from %d subsets of %d states, want %d subsets", i, s.Family, s.Subsets, s.States, want)
+		}
 		if s.R2 < 0.25 {
-			t.Errorf("%s: held-out R^2 %.3f, want at least 0.25", s.Family, s.R2)
+			t.Errorf("%s from %d subsets: held-out R^2 %.3f, want at least 0.25", s.Family, s.Subsets, s.R2)
 		}
 	}
 	// One subset of Tokens states, and the mean over the Anchors/Tokens
