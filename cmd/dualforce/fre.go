@@ -28,9 +28,9 @@ normalised as clip(r / scale, -1, 1), one scale stored with the encoder. Writes 
   losses.png       reconstruction, KL and total loss
   checkpoint.npz   written atomically every --checkpoint-every steps and on Ctrl-C
   eval.json        held-out reconstruction per reward family (MSE, R^2 on states never
-                   used in training) and identification of unseen rewards, from codes of
-                   one subset of 32 states and from the mean over the subsets of the
-                   bank's anchors, as Dual-Force and the robot encode
+                   used in training) and identification of unseen rewards, each from
+                   codes of one subset of 32 states and from the mean over the subsets
+                   of the bank's anchors, as Dual-Force and the robot encode
 
 The defaults fit the 45 minutes two CPU cores are given: width 64, latent 32, decoder 256,
 feed-forward 128, batch 128, Adam 1e-3, 20000 steps (about 0.11 s a step on two quiet cores,
