@@ -47,11 +47,11 @@ type Score struct {
 // Report is an evaluation of the encoder and decoder on held-out states.
 type Report struct {
 	// Seen scores the prior's own functions (linear, MLP, hand-made) and
-	// fresh Dual-Force-form rewards.
-	Seen []Score `json:"seen"`
-	// Unseen scores random functions the encoder was never trained on.
-	// Both are measured as identification is: from codes of one subset of
-	// Tokens states, then from codes as Dual-Force and the robot encode.
+	// fresh Dual-Force-form rewards, Unseen random functions the encoder
+	// was never trained on. Both hold every family twice, as identification
+	// is measured: from codes of one subset of Tokens states, then from
+	// codes as Dual-Force and the robot encode.
+	Seen   []Score `json:"seen"`
 	Unseen []Score `json:"unseen"`
 	// Identification is measured twice: codes of one subset of Tokens
 	// states (the issue's test), and codes as Dual-Force and the robot
@@ -134,16 +134,16 @@ func (t *Trainer) Evaluate(cfg EvalConfig) Report {
 		if m > 1 {
 			ms = append(ms, m)
 		}
-		for _, m := range ms {
+		for _, subsets := range ms {
 			// Every reward needs 2m subsets of distinct held-out states.
-			if 2*m*t.cfg.Tokens <= len(t.held) {
-				rep.Identification = append(rep.Identification, t.identify(ids, m, rng))
+			if 2*subsets*t.cfg.Tokens <= len(t.held) {
+				rep.Identification = append(rep.Identification, t.identify(ids, subsets, rng))
 			}
 		}
 	}
 	// The same rewards again, decoded from codes of m subsets, on states of
-	// a generator of their own so that the one-subset scores above stay
-	// what they were before this second measurement existed.
+	// a generator of their own: the one-subset scores do not depend on
+	// whether or how the second measurement is made.
 	decode := min(cfg.Decode, len(t.held)-m*t.cfg.Tokens)
 	if m > 1 && decode > 0 {
 		rng := rand.New(rand.NewPCG(cfg.Seed, 0xe7a2))
@@ -179,9 +179,10 @@ func (t *Trainer) evalBatch(rewards []Reward, tokens, decode int, rng *rand.Rand
 func (t *Trainer) score(name string, rewards []Reward, m, decode int, rng *rand.Rand) Score {
 	z := t.cfg.Arch.Latent
 	var pred, target []float64
-	code := make([]float32, 0, min(len(rewards), evalChunk)*z)
-	for start := 0; start < len(rewards); start += max(1, evalChunk/m) {
-		chunk := rewards[start:min(start+max(1, evalChunk/m), len(rewards))]
+	chunkLen := max(1, evalChunk/m)
+	code := make([]float32, 0, min(len(rewards), chunkLen)*z)
+	for start := 0; start < len(rewards); start += chunkLen {
+		chunk := rewards[start:min(start+chunkLen, len(rewards))]
 		b := t.evalBatch(chunk, m*t.cfg.Tokens, decode, rng)
 		code = code[:0]
 		for _, v := range t.meanCodes(b, len(chunk), m) {
