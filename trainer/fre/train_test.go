@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -168,5 +170,36 @@ func TestCancelledRunCheckpoints(t *testing.T) {
 	}
 	if ck.Algorithm != Algorithm || ck.Iteration != 0 {
 		t.Fatalf("checkpoint of %s at step %d, want %s at 0", ck.Algorithm, ck.Iteration, Algorithm)
+	}
+}
+
+// The evaluation's codes over m subsets are the mean of the encoder's mean
+// latent over exactly those m subsets, each encoded on its own: a code
+// averaged over fewer subsets, or over another reward's, differs.
+func TestMeanCodesAverageEachRewardsOwnSubsets(t *testing.T) {
+	src := syntheticSource(600, 3)
+	cfg := tinyRunConfig()
+	tr, err := NewTrainer(src, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	rewards := []Reward{tr.prior.DualFormReward(rng), tr.prior.DualFormReward(rng), tr.prior.DualFormReward(rng)}
+	const m = 3
+	tok, z, d := cfg.Tokens, cfg.Arch.Latent, src.Dim
+	b := tr.evalBatch(rewards, m*tok, 0, rng)
+	got := tr.meanCodes(b, len(rewards), m)
+	for r := range rewards {
+		for k := range z {
+			want := 0.0
+			for j := range m {
+				at := (r*m + j) * tok
+				mean, _ := tr.model.Encode(b.EncStates[at*d:(at+tok)*d], b.EncBins[at:at+tok], 1, tok)
+				want += float64(mean[k]) / m
+			}
+			if diff := math.Abs(got[r*z+k] - want); diff > 1e-6 {
+				t.Fatalf("reward %d, latent %d: mean code %g, the mean of its %d subsets' codes %g", r, k, got[r*z+k], m, want)
+			}
+		}
 	}
 }
