@@ -11,22 +11,13 @@ import (
 // trainer is refused with ErrCheckpoint, and leaves the trainer as it was.
 func TestRestoreRefusesMisfits(t *testing.T) {
 	src := syntheticSource(600, 2)
-	tr, err := NewTrainer(src, tinyRunConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := mustTrainer(t, src, tinyRunConfig())
 	tr.Step()
 	good, err := tr.file()
 	if err != nil {
 		t.Fatal(err)
 	}
-	fresh := func() *Trainer {
-		f, err := NewTrainer(src, tinyRunConfig())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return f
-	}
+	fresh := func() *Trainer { return mustTrainer(t, src, tinyRunConfig()) }
 	if err := fresh().restoreFile(good); err != nil {
 		t.Fatalf("own checkpoint refused: %v", err)
 	}

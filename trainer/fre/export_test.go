@@ -17,10 +17,7 @@ func TestSkillsEncoderMatchesTrainer(t *testing.T) {
 	src := syntheticSource(2000, 5)
 	cfg := DefaultConfig()
 	cfg.Batch = 8
-	tr, err := NewTrainer(src, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := mustTrainer(t, src, cfg)
 	rng := rand.New(rand.NewPCG(3, 3))
 	for i, p := range tr.Model().Arena.Params() { // away from the init's identities
 		tr.Model().Arena.Params()[i] = p + 0.05*float32(rng.NormFloat64())

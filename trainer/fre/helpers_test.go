@@ -3,6 +3,7 @@ package fre
 import (
 	"math"
 	"math/rand/v2"
+	"testing"
 
 	"github.com/dualforce/dualforce/skills"
 	"github.com/dualforce/dualforce/trainer/prep"
@@ -49,4 +50,14 @@ func syntheticSource(n int, seed uint64) *Source {
 		src.RE[i] = float32(min(max(3*math.Tanh(float64(s[0]+s[q.Offset]-0.5*s[5])), -6.9), 6.9))
 	}
 	return src
+}
+
+// mustTrainer is NewTrainer for tests whose set-up must succeed.
+func mustTrainer(t testing.TB, src *Source, cfg Config) *Trainer {
+	t.Helper()
+	tr, err := NewTrainer(src, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
 }

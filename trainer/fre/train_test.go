@@ -33,10 +33,7 @@ func testConfig() Config {
 func TestPretrainingReconstructsHeldOutStates(t *testing.T) {
 	src := syntheticSource(3000, 1)
 	cfg := testConfig()
-	tr, err := NewTrainer(src, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := mustTrainer(t, src, cfg)
 	ev := DefaultEvalConfig()
 	ev.DualForm, ev.NewLinear, ev.NewMLP, ev.Identify = 64, 10, 4, 64
 	start := time.Now()
@@ -179,10 +176,7 @@ func TestCancelledRunCheckpoints(t *testing.T) {
 func TestMeanCodesAverageEachRewardsOwnSubsets(t *testing.T) {
 	src := syntheticSource(600, 3)
 	cfg := tinyRunConfig()
-	tr, err := NewTrainer(src, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := mustTrainer(t, src, cfg)
 	rng := rand.New(rand.NewPCG(5, 6))
 	rewards := []Reward{tr.prior.DualFormReward(rng), tr.prior.DualFormReward(rng), tr.prior.DualFormReward(rng)}
 	const m = 3
