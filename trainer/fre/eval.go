@@ -94,16 +94,23 @@ func (t *Trainer) Evaluate(cfg EvalConfig) Report {
 	// Every reward needs distinct held-out states: Tokens to encode and the
 	// rest to decode.
 	cfg.Decode = min(cfg.Decode, len(t.held)-t.cfg.Tokens)
-	type scored struct {
-		name    string
-		rewards []Reward
-		seen    bool
+	// Every family is scored twice: from one subset of Tokens states, and
+	// from codes of m subsets as Dual-Force and the robot encode, the latter
+	// on states of a generator of its own, so that the one-subset scores do
+	// not depend on whether or how the second measurement is made.
+	m := t.cfg.Anchors / t.cfg.Tokens
+	mDecode := min(cfg.Decode, len(t.held)-m*t.cfg.Tokens)
+	mRNG := rand.New(rand.NewPCG(cfg.Seed, 0xe7a2))
+	var seenM, unseenM []Score
+	scoreBoth := func(one, many *[]Score, name string, rewards []Reward) {
+		*one = append(*one, t.score(name, rewards, 1, cfg.Decode, rng))
+		if m > 1 && mDecode > 0 {
+			*many = append(*many, t.score(name, rewards, m, mDecode, mRNG))
+		}
 	}
-	var sets []scored
 	for _, f := range []Family{Linear, MLP, HandMade} {
 		if fam := t.prior.Families[f]; len(fam) > 0 {
-			sets = append(sets, scored{f.String(), fam, true})
-			rep.Seen = append(rep.Seen, t.score(f.String(), fam, 1, cfg.Decode, rng))
+			scoreBoth(&rep.Seen, &seenM, f.String(), fam)
 		}
 	}
 	var df []Reward
@@ -111,20 +118,17 @@ func (t *Trainer) Evaluate(cfg EvalConfig) Report {
 		df = append(df, t.prior.DualFormReward(rng))
 	}
 	if len(df) > 0 {
-		sets = append(sets, scored{DualForm.String(), df, true})
-		rep.Seen = append(rep.Seen, t.score(DualForm.String(), df, 1, cfg.Decode, rng))
+		scoreBoth(&rep.Seen, &seenM, DualForm.String(), df)
 	}
 	nLin, nMLP := max(cfg.NewLinear, cfg.Identify/4), max(cfg.NewMLP, cfg.Identify/4)
 	lin, mlp := t.prior.RandomFunctions(rng, nLin, nMLP)
 	if cfg.NewLinear > 0 {
-		sets = append(sets, scored{Linear.String(), lin[:cfg.NewLinear], false})
-		rep.Unseen = append(rep.Unseen, t.score(Linear.String(), lin[:cfg.NewLinear], 1, cfg.Decode, rng))
+		scoreBoth(&rep.Unseen, &unseenM, Linear.String(), lin[:cfg.NewLinear])
 	}
 	if cfg.NewMLP > 0 {
-		sets = append(sets, scored{MLP.String(), mlp[:cfg.NewMLP], false})
-		rep.Unseen = append(rep.Unseen, t.score(MLP.String(), mlp[:cfg.NewMLP], 1, cfg.Decode, rng))
+		scoreBoth(&rep.Unseen, &unseenM, MLP.String(), mlp[:cfg.NewMLP])
 	}
-	m := t.cfg.Anchors / t.cfg.Tokens
+	rep.Seen, rep.Unseen = append(rep.Seen, seenM...), append(rep.Unseen, unseenM...)
 	if cfg.Identify > 0 {
 		ids := append(append([]Reward(nil), lin[:cfg.Identify/4]...), mlp[:cfg.Identify/4]...)
 		for len(ids) < cfg.Identify {
@@ -138,21 +142,6 @@ func (t *Trainer) Evaluate(cfg EvalConfig) Report {
 			// Every reward needs 2m subsets of distinct held-out states.
 			if 2*subsets*t.cfg.Tokens <= len(t.held) {
 				rep.Identification = append(rep.Identification, t.identify(ids, subsets, rng))
-			}
-		}
-	}
-	// The same rewards again, decoded from codes of m subsets, on states of
-	// a generator of their own: the one-subset scores do not depend on
-	// whether or how the second measurement is made.
-	decode := min(cfg.Decode, len(t.held)-m*t.cfg.Tokens)
-	if m > 1 && decode > 0 {
-		rng := rand.New(rand.NewPCG(cfg.Seed, 0xe7a2))
-		for _, set := range sets {
-			sc := t.score(set.name, set.rewards, m, decode, rng)
-			if set.seen {
-				rep.Seen = append(rep.Seen, sc)
-			} else {
-				rep.Unseen = append(rep.Unseen, sc)
 			}
 		}
 	}
