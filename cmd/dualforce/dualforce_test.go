@@ -31,7 +31,7 @@ func TestTrainDualForce(t *testing.T) {
 
 	out := filepath.Join(dir, "dualforce")
 	tiny := []string{"train", "dualforce", "--offline", data, "--smodice", smodiceRun, "--fre", freRun,
-		"--iters", "3", "--value-steps", "1", "--policy-steps", "1", "--batch", "64", "--hidden", "16", "--subsets", "2", "--checkpoint-every", "2", "--quiet"}
+		"--iters", "3", "--value-steps", "1", "--policy-steps", "1", "--batch", "64", "--hidden", "16", "--subsets", "2", "--checkpoint-every", "2", "--check-rollouts", "1", "--quiet"}
 	stdout := mustRun(t, append(tiny, "--out", out)...)
 	t.Log(stdout)
 	if !strings.Contains(stdout, "l0 6, eps 4, latents of 8 values") {
@@ -42,8 +42,18 @@ func TestTrainDualForce(t *testing.T) {
 			t.Errorf("run directory lacks %s", f)
 		}
 	}
-	checkBank := func(iters int) {
+	// The bank is the best-judged checkpoint's: every latent met up to its iteration.
+	checkBank := func(checks int) {
 		t.Helper()
+		judged, err := trainrun.ReadChecks(out)
+		if err != nil || len(judged) != checks {
+			t.Fatalf("%d checks (%v), want %d", len(judged), err, checks)
+		}
+		best, err := trainrun.Selected(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		iters := best.Iteration
 		bank, err := skills.ReadBank(filepath.Join(out, "bank.npz"))
 		if err != nil {
 			t.Fatal(err)
@@ -53,12 +63,15 @@ func TestTrainDualForce(t *testing.T) {
 				len(bank.Slots), len(bank.Latents), bank.LatentDim, bank.FRE != nil, 3*iters)
 		}
 	}
-	checkBank(3)
+	if !strings.Contains(stdout, "checks: 2; best iteration") || !strings.Contains(stdout, "of 3 latents over 1 rollouts") {
+		t.Errorf("output does not say which judged checkpoint the bank is")
+	}
+	checkBank(2)
 	if code, _, stderr := dualforce(append(tiny, "--out", out)...); code != 1 || !strings.Contains(stderr, "--resume") {
 		t.Errorf("a second run into the same directory: exit %d, %s", code, stderr)
 	}
 	mustRun(t, append(tiny, "--out", out, "--resume", "--iters", "5")...)
-	checkBank(5)
+	checkBank(4)
 
 	// The same chain on another dataset of the same layout: its FRE run
 	// does not belong to the first dataset.

@@ -171,14 +171,11 @@ func runTrainSMODICE(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	opt := trainrun.Options{Dir: *tf.out, Resume: *resume, Progress: stderr, Quiet: *tf.quiet, Logger: log}
-	if *checkRollouts > 0 {
-		checker, err := eval.NewChecker(data.Task, *checkRollouts)
-		if err == nil {
-			err = checker.Accepts(&data.Contract)
-		}
-		if err != nil {
-			return fmt.Errorf("checkpoints cannot be judged (--check-rollouts 0 trains without): %w", err)
-		}
+	checker, err := newChecker(data, *checkRollouts)
+	if err != nil {
+		return err
+	}
+	if checker != nil {
 		opt.Judge = smodice.Judge(checker)
 	}
 	start := time.Now()
@@ -207,33 +204,57 @@ func runTrainSMODICE(ctx context.Context, args []string, stdout, stderr io.Write
 // (locomotion: 10 rollouts of 20 s).
 const defaultCheckRollouts = 10
 
-// selectedCheckpoint reads the best-judged checkpoint of the run in dir and says how it
-// compares with the last one judged; a run that judged nothing with a score keeps its
-// last checkpoint, last.
+// newChecker is the judge of a run's checkpoints by rollouts rollouts of its task (nil for
+// none), refused at once when it cannot run the data's banks.
+func newChecker(data *prep.Data, rollouts int) (*eval.Checker, error) {
+	if rollouts == 0 {
+		return nil, nil
+	}
+	checker, err := eval.NewChecker(data.Task, rollouts)
+	if err == nil {
+		err = checker.Accepts(&data.Contract)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("checkpoints cannot be judged (--check-rollouts 0 trains without): %w", err)
+	}
+	return &checker, nil
+}
+
+// selectedCheckpoint reads the best-judged checkpoint of the run in dir after saying which
+// it is (reportChecks); a run that judged nothing with a score keeps its last checkpoint,
+// last.
 func selectedCheckpoint(w io.Writer, dir string, last *smodice.Checkpoint) (*smodice.Checkpoint, error) {
-	checks, err := trainrun.ReadChecks(dir)
+	judged, err := reportChecks(w, dir, last.Iteration)
+	if !judged || err != nil {
+		return last, err
+	}
+	f, _, err := trainrun.BestCheckpoint(dir)
 	if err != nil {
 		return nil, err
+	}
+	return smodice.FromFile(f)
+}
+
+// reportChecks says which checkpoint of the run in dir was judged best and how it compares
+// with the last one judged, or that nothing was judged with a score (the bank is then that
+// of the last iteration, lastIteration).
+func reportChecks(w io.Writer, dir string, lastIteration int) (judged bool, err error) {
+	checks, err := trainrun.ReadChecks(dir)
+	if err != nil {
+		return false, err
 	}
 	best, err := trainrun.Selected(dir)
 	if errors.Is(err, trainrun.ErrNoChecks) {
-		fmt.Fprintf(w, "checks: %d, none with a score to choose by (nothing after iteration 0 to judge, or only NaN); the bank is iteration %d's\n", len(checks), last.Iteration)
-		return last, nil
+		fmt.Fprintf(w, "checks: %d, none with a score to choose by (nothing after iteration 0 to judge, or only NaN); the bank is iteration %d's\n", len(checks), lastIteration)
+		return false, nil
 	}
 	if err != nil {
-		return nil, err
+		return false, err
 	}
 	final := checks[len(checks)-1]
 	fmt.Fprintf(w, "checks: %d; best iteration %d (%s); last iteration %d (%s)\n",
 		len(checks), best.Iteration, best.Summary, final.Iteration, final.Summary)
-	ck, err := smodice.Read(filepath.Join(dir, trainrun.BestCheckpointFile))
-	if err != nil {
-		return nil, err
-	}
-	if ck.Iteration != best.Iteration {
-		return nil, fmt.Errorf("%s holds iteration %d, but %s names %d as the best", trainrun.BestCheckpointFile, ck.Iteration, trainrun.ChecksFile, best.Iteration)
-	}
-	return ck, nil
+	return true, nil
 }
 
 // loadTrainingData reads both archives and prepares them, checking

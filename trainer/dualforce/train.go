@@ -13,7 +13,6 @@ import (
 	"github.com/dualforce/dualforce/skills"
 	"github.com/dualforce/dualforce/trainer/checkpoint"
 	"github.com/dualforce/dualforce/trainer/dice"
-	"github.com/dualforce/dualforce/trainer/export"
 	"github.com/dualforce/dualforce/trainer/metrics"
 	"github.com/dualforce/dualforce/trainer/nn"
 	"github.com/dualforce/dualforce/trainer/prep"
@@ -129,7 +128,9 @@ type trainer struct {
 
 // Train runs (or resumes) Dual-Force on d in opt.Dir and returns the bank
 // of every latent met: one slot per skill (its final policy) and every
-// z_i^k with its skill, iteration, sigmoid(mu), phi and offline psi.
+// z_i^k with its skill, iteration, sigmoid(mu), phi and offline psi. With
+// opt.Judge (Judge) the bank is that of the best-judged checkpoint: its
+// policies and the latents met up to its iteration.
 func Train(ctx context.Context, d *prep.Data, in TrainInputs, cfg TrainConfig, opt Options) (*skills.Bank, error) {
 	if cfg.Skills < 2 {
 		return nil, fmt.Errorf("%w: %d skills, need at least 2", ErrConfig, cfg.Skills)
@@ -183,6 +184,9 @@ func Train(ctx context.Context, d *prep.Data, in TrainInputs, cfg TrainConfig, o
 	err = run.Drive(ctx, run.Loop[Record](t), "Dual-Force", cfg.Run, done, file == nil, opt.Options, opt.Observe)
 	if err != nil {
 		return nil, err
+	}
+	if opt.Judge != nil {
+		return t.selectedBank(opt.Dir)
 	}
 	return t.bank()
 }
@@ -265,19 +269,5 @@ func (t *trainer) bank() (*skills.Bank, error) {
 	for i, p := range t.policies {
 		slots[i] = p.Net
 	}
-	var latents []export.Latent
-	for _, l := range t.loop.Latents() {
-		latents = append(latents, export.Latent{Slot: l.Skill, Z: l.Z, Info: skills.LatentInfo{
-			Iteration: l.Iteration, SigmoidMu: l.Sigma, Phi: l.Constraint, OfflinePsi: l.Psi,
-		}})
-	}
-	b, err := export.Bank(t.d.Contract, Producer, slots, latents)
-	if err != nil || t.bankFRE == nil {
-		return b, err
-	}
-	b.FRE = t.bankFRE
-	if err := b.Validate(); err != nil {
-		return nil, fmt.Errorf("dualforce: the bank's FRE encoder: %w", err)
-	}
-	return b, nil
+	return exportBank(t.d.Contract, slots, t.loop.Latents(), t.bankFRE)
 }

@@ -9,11 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/dualforce/dualforce/skills"
+	"github.com/dualforce/dualforce/trainer/checkpoint"
 	"github.com/dualforce/dualforce/trainer/datafile/datafiletest"
 	"github.com/dualforce/dualforce/trainer/dataset"
 	"github.com/dualforce/dualforce/trainer/metrics"
@@ -192,6 +194,99 @@ func TestTrainRefusesBadInputBeforeTraining(t *testing.T) {
 			}
 			if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("the run directory was made (%v) before the input was refused", err)
+			}
+		})
+	}
+}
+
+// iterationJudge scores a checkpoint's bank by how near its latents' iteration is to best,
+// and keeps what it was shown.
+type iterationJudge struct {
+	best  int
+	shown [][]skills.LatentInfo
+}
+
+func (j *iterationJudge) JudgeBank(_ context.Context, b *skills.Bank) (run.Verdict, error) {
+	infos := make([]skills.LatentInfo, len(b.Latents))
+	for k, l := range b.Latents {
+		infos[k] = l.Info
+	}
+	j.shown = append(j.shown, infos)
+	d := float64(b.Latents[0].Info.Iteration - j.best)
+	return run.Verdict{Score: -d * d, Summary: "by iteration"}, nil
+}
+
+// A judged run is shown each skill's latest latent at every checkpoint, and returns, byte for
+// byte, the bank of the same run stopped at its best-judged iteration: that iteration's
+// policies and the latents met up to it.
+func TestJudgedRunExportsTheBestCheckpointsBank(t *testing.T) {
+	d, ck := trainTestData(t)
+	cfg := testTrainConfig(t)
+	in := testInputs(d, ck.Reward)
+	judge := &iterationJudge{best: 20}
+	judged, err := Train(context.Background(), d, in, cfg, Options{Options: run.Options{Dir: t.TempDir(), Quiet: true, Judge: Judge(judge)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(judge.shown) != cfg.Run.Iterations/cfg.Run.CheckpointEvery {
+		t.Fatalf("%d checkpoints judged, want %d", len(judge.shown), cfg.Run.Iterations/cfg.Run.CheckpointEvery)
+	}
+	for c, infos := range judge.shown {
+		it := (c + 1) * cfg.Run.CheckpointEvery
+		if len(infos) != cfg.Skills {
+			t.Fatalf("check %d was shown %d latents, want one per skill", c, len(infos))
+		}
+		for i, info := range infos {
+			if info.Skill != i || info.Iteration != it {
+				t.Fatalf("check %d, latent %d: skill %d of iteration %d, want skill %d of %d", c, i, info.Skill, info.Iteration, i, it)
+			}
+		}
+	}
+	stopped := cfg
+	stopped.Run.Iterations = judge.best
+	want := trainRun(t, d, in, stopped, t.TempDir(), false)
+	if len(judged.Latents) != cfg.Skills*judge.best || !bytes.Equal(bankBytes(t, judged), bankBytes(t, want)) {
+		t.Fatalf("the judged run's bank (%d latents) is not that of the run stopped at iteration %d", len(judged.Latents), judge.best)
+	}
+}
+
+// BankFromCheckpoint refuses a checkpoint it cannot export, naming the cause.
+func TestBankFromCheckpointRefusesBadCheckpoints(t *testing.T) {
+	d, ck := trainTestData(t)
+	cfg := testTrainConfig(t)
+	cfg.Run = run.Settings{Iterations: 2, CheckpointEvery: 1}
+	dir := t.TempDir()
+	trainRun(t, d, testInputs(d, ck.Reward), cfg, dir, false)
+	read := func() *checkpoint.File {
+		f, err := checkpoint.Read(filepath.Join(dir, run.CheckpointFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	if b, err := BankFromCheckpoint(read(), nil); err != nil || len(b.Latents) != 2*cfg.Skills {
+		t.Fatalf("the good checkpoint: %v", err)
+	}
+	for _, tc := range []struct {
+		name, want string
+		change     func(*checkpoint.File)
+	}{
+		{"another algorithm", "a smodice checkpoint", func(f *checkpoint.File) { f.Algorithm = "smodice" }},
+		{"config not JSON", "config", func(f *checkpoint.File) { f.Config = []byte("{") }},
+		{"no policy of skill 1", "skill1.policy", func(f *checkpoint.File) { delete(f.Float32, skillset.LearnerArray(1, "policy")) }},
+		{"policy cut short", "skill 2", func(f *checkpoint.File) {
+			p := skillset.LearnerArray(2, "policy")
+			f.Float32[p] = f.Float32[p][:100]
+		}},
+		{"a latent missing", ArrayZ, func(f *checkpoint.File) { f.Float32[ArrayZ] = f.Float32[ArrayZ][8:] }},
+		{"later iteration than its latents", "values", func(f *checkpoint.File) { f.Iteration++ }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := read()
+			tc.change(f)
+			_, err := BankFromCheckpoint(f, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err %v, want one naming %q", err, tc.want)
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package eval
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/dualforce/dualforce/skills"
 	"github.com/dualforce/dualforce/trainer/collect"
@@ -15,9 +16,9 @@ import (
 const CheckSeed = 7
 
 // Checker judges training checkpoints by their banks (a bank judge for the training harness,
-// trainer/run): it runs the bank's first latent for Config.Rollouts rollouts through the
-// runtime core and scores it by the mean return of the task's withheld reward. The score is
-// deterministic (Evaluate's results do not depend on the number of workers).
+// trainer/run): it runs every latent of the bank for Config.Rollouts rollouts through the
+// runtime core and scores the bank by their mean return of the task's withheld reward. The
+// score is deterministic (Evaluate's results do not depend on the number of workers).
 type Checker struct {
 	Config Config
 }
@@ -36,19 +37,29 @@ func NewChecker(task string, rollouts int) (Checker, error) {
 // policy rate), so that a training run learns it before it starts, not at its first checkpoint.
 func (c Checker) Accepts(ct *skills.Contract) error { return c.Config.runs(ct) }
 
-// JudgeBank scores b's first latent.
+// JudgeBank scores b by the mean return of its latents, each run for Config.Rollouts
+// rollouts (a SMODICE-expert bank has one; a Dual-Force checkpoint's judge passes each
+// skill's latest latent).
 func (c Checker) JudgeBank(ctx context.Context, b *skills.Bank) (run.Verdict, error) {
 	if len(b.Latents) == 0 {
 		return run.Verdict{}, fmt.Errorf("%w: the bank has no latent", ErrConfig)
 	}
-	res, err := Evaluate(ctx, c.Config, Latents(b)[:1])
+	res, err := Evaluate(ctx, c.Config, Latents(b))
 	if err != nil {
 		return run.Verdict{}, err
 	}
-	s := res.Subjects[0]
-	summary := fmt.Sprintf("return %.1f +- %.1f over %d rollouts of %g s, %.0f%% falls", s.MeanReturn, s.StdReturn, res.Rollouts, res.EpisodeSeconds, 100*s.FallRate)
-	if res.Task == collect.TaskNavigation {
-		summary += fmt.Sprintf(", %.0f%% goal", 100*s.GoalRate)
+	var score float64
+	summaries := make([]string, len(res.Subjects))
+	for k, s := range res.Subjects {
+		score += s.MeanReturn / float64(len(res.Subjects))
+		summaries[k] = fmt.Sprintf("return %.1f +- %.1f, %.0f%% falls", s.MeanReturn, s.StdReturn, 100*s.FallRate)
+		if res.Task == collect.TaskNavigation {
+			summaries[k] += fmt.Sprintf(", %.0f%% goal", 100*s.GoalRate)
+		}
 	}
-	return run.Verdict{Score: s.MeanReturn, Summary: summary}, nil
+	summary := fmt.Sprintf("%s over %d rollouts of %g s", summaries[0], res.Rollouts, res.EpisodeSeconds)
+	if len(summaries) > 1 {
+		summary = fmt.Sprintf("mean return %.1f of %d latents over %d rollouts of %g s each: %s", score, len(summaries), res.Rollouts, res.EpisodeSeconds, strings.Join(summaries, "; "))
+	}
+	return run.Verdict{Score: score, Summary: summary}, nil
 }

@@ -3,10 +3,12 @@ package eval
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
 	"github.com/dualforce/dualforce/skills"
+	"github.com/dualforce/dualforce/skills/skillstest"
 	"github.com/dualforce/dualforce/trainer/collect"
 )
 
@@ -75,6 +77,26 @@ func TestCheckerScoresByReturn(t *testing.T) {
 	t.Logf("judged: trot %.1f, standing %.1f", walking, standing)
 	if !(walking > standing+20) {
 		t.Fatalf("the trot scored %.1f, standing %.1f", walking, standing)
+	}
+	// A bank of several latents (a Dual-Force checkpoint's skills) scores their mean: two
+	// slots holding different poses.
+	var crouch [skills.NumJoints]float32
+	for j := range crouch {
+		crouch[j] = 0.3
+	}
+	two := *skillstest.ConstantSlots(t, simContract(t), [skills.NumJoints]float32{}, crouch)
+	v, err := checker.JudgeBank(context.Background(), &two)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Evaluate(context.Background(), checker.Config, Latents(&two))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mean := (res.Subjects[0].MeanReturn + res.Subjects[1].MeanReturn) / 2
+	t.Logf("two latents judged %.1f: %s", v.Score, v.Summary)
+	if math.Abs(v.Score-mean) > 1e-9*math.Abs(mean) || !strings.Contains(v.Summary, "of 2 latents") {
+		t.Fatalf("two latents judged %+v, want their mean %v", v, mean)
 	}
 	if _, err := checker.JudgeBank(context.Background(), &skills.Bank{}); !errors.Is(err, ErrConfig) {
 		t.Fatalf("a bank without latents: %v", err)

@@ -7,6 +7,7 @@ import (
 	"math"
 	"path/filepath"
 
+	"github.com/dualforce/dualforce/skills"
 	"github.com/dualforce/dualforce/trainer/checkpoint"
 	"github.com/dualforce/dualforce/trainer/metrics"
 )
@@ -30,6 +31,12 @@ const (
 // unjudged judges it then, and must reach the choice an uninterrupted run reaches.
 type Judge interface {
 	Judge(ctx context.Context, ck *checkpoint.File) (Verdict, error)
+}
+
+// A BankJudge scores a policy by the skill bank it exports (eval.Checker: rollouts in the
+// simulator); an algorithm's Judge adapts one to its checkpoints.
+type BankJudge interface {
+	JudgeBank(ctx context.Context, b *skills.Bank) (Verdict, error)
 }
 
 // Verdict is a Judge's score of one checkpoint, with what it is made of for people.
@@ -65,6 +72,23 @@ func Selected(dir string) (Check, error) {
 		}
 	}
 	return Check{}, fmt.Errorf("%w in %s", ErrNoChecks, dir)
+}
+
+// BestCheckpoint reads the best-judged checkpoint of the run in dir (BestCheckpointFile)
+// with its Check, and makes sure the two agree on the iteration.
+func BestCheckpoint(dir string) (*checkpoint.File, Check, error) {
+	best, err := Selected(dir)
+	if err != nil {
+		return nil, Check{}, err
+	}
+	f, err := checkpoint.Read(filepath.Join(dir, BestCheckpointFile))
+	if err != nil {
+		return nil, Check{}, err
+	}
+	if f.Iteration != best.Iteration {
+		return nil, Check{}, fmt.Errorf("%w: %s holds iteration %d, but %s names %d as the best", checkpoint.ErrCheckpoint, BestCheckpointFile, f.Iteration, ChecksFile, best.Iteration)
+	}
+	return f, best, nil
 }
 
 // ReadChecks reads dir's ChecksFile (none: no checks). A line cut short by a crash can only

@@ -105,10 +105,10 @@ func (ck *Checkpoint) file() (*checkpoint.File, error) {
 	return f, nil
 }
 
-// fromFile reads an SMODICE checkpoint out of a checkpoint file and checks
+// FromFile reads an SMODICE checkpoint out of a checkpoint file and checks
 // what the file format cannot: the algorithm, the configuration, every
 // array's presence and the sizes the networks imply.
-func fromFile(f *checkpoint.File) (*Checkpoint, error) {
+func FromFile(f *checkpoint.File) (*Checkpoint, error) {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: %s", ErrCheckpoint, fmt.Sprintf(format, a...))
 	}
@@ -179,7 +179,7 @@ func Read(path string) (*Checkpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	ck, err := fromFile(f)
+	ck, err := FromFile(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

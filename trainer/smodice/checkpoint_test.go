@@ -42,7 +42,7 @@ func decode(b []byte) (*Checkpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	return fromFile(f)
+	return FromFile(f)
 }
 
 // members returns the archive's members in order.

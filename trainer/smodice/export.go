@@ -34,18 +34,13 @@ func (ck *Checkpoint) Bank() (*skills.Bank, error) {
 	return export.Bank(ck.Contract, Producer, []*nn.Conditioned[float32]{net}, []export.Latent{{Slot: 0, Z: []float32{0}, Info: info}})
 }
 
-// A BankJudge scores a policy by its exported bank (eval.Checker: rollouts in the simulator).
-type BankJudge interface {
-	JudgeBank(ctx context.Context, b *skills.Bank) (run.Verdict, error)
-}
-
 // Judge adapts j to the training harness: it judges a checkpoint by the bank Bank exports.
-func Judge(j BankJudge) run.Judge { return checkpointJudge{j} }
+func Judge(j run.BankJudge) run.Judge { return checkpointJudge{j} }
 
-type checkpointJudge struct{ BankJudge }
+type checkpointJudge struct{ run.BankJudge }
 
 func (j checkpointJudge) Judge(ctx context.Context, f *checkpoint.File) (run.Verdict, error) {
-	ck, err := fromFile(f)
+	ck, err := FromFile(f)
 	if err != nil {
 		return run.Verdict{}, err
 	}

@@ -166,7 +166,7 @@ func Train(ctx context.Context, d *prep.Data, cfg Config, opt Options) (*Checkpo
 	}
 	var ck *Checkpoint
 	if file != nil {
-		if ck, err = fromFile(file); err != nil {
+		if ck, err = FromFile(file); err != nil {
 			return nil, err
 		}
 		if len(ck.Reward) != d.Offline.Len() {

@@ -1,0 +1,121 @@
+package dualforce
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/dualforce/dualforce/skills"
+	"github.com/dualforce/dualforce/trainer/checkpoint"
+	"github.com/dualforce/dualforce/trainer/export"
+	"github.com/dualforce/dualforce/trainer/nn"
+	"github.com/dualforce/dualforce/trainer/run"
+	"github.com/dualforce/dualforce/trainer/skillset"
+	"github.com/dualforce/dualforce/trainer/wbc"
+)
+
+// BankFromCheckpoint exports the bank of a Dual-Force checkpoint: every
+// skill's policy of that iteration and every latent stored up to it, with
+// fre (nil: none) as the bank's encoder.
+func BankFromCheckpoint(f *checkpoint.File, fre *skills.FRE) (*skills.Bank, error) {
+	slots, s, err := fromFile(f)
+	if err != nil {
+		return nil, err
+	}
+	return exportBank(f.Contract, slots, s.Latents, fre)
+}
+
+// fromFile reads the policies and the loop's state of a Dual-Force checkpoint.
+func fromFile(f *checkpoint.File) ([]*nn.Conditioned[float32], State, error) {
+	bad := func(err error) error { return fmt.Errorf("%w: %w", checkpoint.ErrCheckpoint, err) }
+	if f.Algorithm != Algorithm {
+		return nil, State{}, bad(fmt.Errorf("a %s checkpoint, not %s", f.Algorithm, Algorithm))
+	}
+	var saved run.SavedConfig
+	var cfg TrainConfig
+	if err := json.Unmarshal(f.Config, &saved); err != nil {
+		return nil, State{}, bad(fmt.Errorf("config: %w", err))
+	}
+	if err := json.Unmarshal(saved.Config, &cfg); err != nil {
+		return nil, State{}, bad(fmt.Errorf("config: %w", err))
+	}
+	if cfg.Skills < 1 || cfg.Skills > len(f.Float32) {
+		return nil, State{}, bad(fmt.Errorf("%d skills", cfg.Skills))
+	}
+	slots := make([]*nn.Conditioned[float32], cfg.Skills)
+	for i := range slots {
+		params, err := f.Float32Array(skillset.LearnerArray(i, "policy"), -1)
+		if err != nil {
+			return nil, State{}, err
+		}
+		if slots[i], err = wbc.Rebuild(f.Contract.Layout.Dim(), skills.NumJoints, cfg.Policy, params); err != nil {
+			return nil, State{}, bad(fmt.Errorf("skill %d: %w", i, err))
+		}
+	}
+	s, err := StateFromArrays(f.Float32, f.Float64, f.Iteration, cfg.Skills, cfg.Policy.Latent, f.Contract.Features.Dim(f.Contract.Layout))
+	if err != nil {
+		return nil, State{}, bad(err)
+	}
+	return slots, s, nil
+}
+
+// exportBank is the bank of the given policies (one slot per skill) and
+// latents, with fre as its encoder when set.
+func exportBank(c skills.Contract, slots []*nn.Conditioned[float32], lats []Latent, fre *skills.FRE) (*skills.Bank, error) {
+	latents := make([]export.Latent, len(lats))
+	for k, l := range lats {
+		latents[k] = export.Latent{Slot: l.Skill, Z: l.Z, Info: skills.LatentInfo{
+			Iteration: l.Iteration, SigmoidMu: l.Sigma, Phi: l.Constraint, OfflinePsi: l.Psi,
+		}}
+	}
+	b, err := export.Bank(c, Producer, slots, latents)
+	if err != nil || fre == nil {
+		return b, err
+	}
+	b.FRE = fre
+	if err := b.Validate(); err != nil {
+		return nil, fmt.Errorf("dualforce: the bank's FRE encoder: %w", err)
+	}
+	return b, nil
+}
+
+// Judge adapts j to the training harness: it judges a checkpoint by the
+// bank of every skill's policy run on its latest latent (the code of its
+// reward at that iteration), so j's score is the skills' together (for
+// eval.Checker, their mean return).
+//
+// Why judge a Dual-Force run: its policies, like the SMODICE-expert's, are
+// not monotone in the iterations. The paper-scale default run without
+// judging ended with one skill standing at every latent.
+func Judge(j run.BankJudge) run.Judge { return checkpointJudge{j} }
+
+type checkpointJudge struct{ run.BankJudge }
+
+func (j checkpointJudge) Judge(ctx context.Context, f *checkpoint.File) (run.Verdict, error) {
+	slots, s, err := fromFile(f)
+	if err != nil {
+		return run.Verdict{}, err
+	}
+	if len(s.Latents) < len(slots) {
+		return run.Verdict{}, fmt.Errorf("dualforce: iteration %d has no latents to judge", f.Iteration)
+	}
+	b, err := exportBank(f.Contract, slots, s.Latents[len(s.Latents)-len(slots):], nil)
+	if err != nil {
+		return run.Verdict{}, err
+	}
+	return j.JudgeBank(ctx, b)
+}
+
+// selectedBank is the bank of the best-judged checkpoint in dir, or, when
+// nothing was judged with a score, t's own (the last iteration's).
+func (t *trainer) selectedBank(dir string) (*skills.Bank, error) {
+	f, _, err := run.BestCheckpoint(dir)
+	if errors.Is(err, run.ErrNoChecks) {
+		return t.bank()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return BankFromCheckpoint(f, t.bankFRE)
+}
