@@ -39,17 +39,20 @@ the FRE run's token count of offline states). Writes into DIR:
   checkpoint.npz   written atomically every --checkpoint-every iterations and on Ctrl-C
   checks.jsonl     every periodic and the final checkpoint judged by --check-rollouts
                    rollouts of each skill's policy on its latest latent, through the runtime
-                   core in the simulator (the mean return of the skills; as train smodice)
-  best-checkpoint.npz  the best-judged checkpoint; checks.png the scores over the iterations
-  bank.npz         the skill bank (written atomically) of the best-judged checkpoint (of the
-                   last with --check-rollouts 0), unless --bank says where: one slot per skill
-                   (that iteration's policy), every latent met up to it with its skill,
-                   iteration, sigmoid(mu), phi and offline psi, and the FRE encoder with its
-                   anchors
+                   core in the simulator (each skill's mean return, and their mean; as train
+                   smodice); checks.png the scores over the iterations
+  best-checkpoint-part<i>.npz  the checkpoint skill i was judged best in (best-checkpoint.npz:
+                   the best mean)
+  bank.npz         the skill bank (written atomically), unless --bank says where: one slot per
+                   skill, its policy of the iteration it was judged best at (of the last with
+                   --check-rollouts 0), every latent it met up to then with its iteration,
+                   sigmoid(mu), phi and offline psi, and the FRE encoder with its anchors
 
 Why judge (ours): as the SMODICE-expert's, the skills' rollouts are not monotone in the
-iterations, and the run's last policies are not its best. The paper-scale locomotion run
-without checks ended with one of its three skills standing at every latent it had met.
+iterations, and a run's last policies are not its best. The paper-scale locomotion run
+without checks ended with one of its three skills standing at every latent it had met. A
+skill's latents after its best iteration are left out of the bank: its policy there never
+saw them.
 
 Each iteration's weights cover the whole offline set. On sets of more than --refresh-rows
 transitions the pass re-evaluates V on one block of that many rows in turn and reuses the

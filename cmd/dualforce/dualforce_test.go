@@ -42,29 +42,32 @@ func TestTrainDualForce(t *testing.T) {
 			t.Errorf("run directory lacks %s", f)
 		}
 	}
-	// The bank is the best-judged checkpoint's: every latent met up to its iteration.
+	// The bank takes each skill from its best-judged checkpoint, with the latents met up to it.
 	checkBank := func(checks int) {
 		t.Helper()
 		judged, err := trainrun.ReadChecks(out)
 		if err != nil || len(judged) != checks {
 			t.Fatalf("%d checks (%v), want %d", len(judged), err, checks)
 		}
-		best, err := trainrun.Selected(out)
-		if err != nil {
-			t.Fatal(err)
+		latents := 0
+		for i := range 3 {
+			best, err := trainrun.SelectedPart(out, i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			latents += best.Iteration
 		}
-		iters := best.Iteration
 		bank, err := skills.ReadBank(filepath.Join(out, "bank.npz"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(bank.Slots) != 3 || len(bank.Latents) != 3*iters || bank.LatentDim != 8 || bank.FRE == nil {
+		if len(bank.Slots) != 3 || len(bank.Latents) != latents || bank.LatentDim != 8 || bank.FRE == nil {
 			t.Fatalf("bank of %d slots, %d latents of %d values, FRE %v: want 3 slots, %d latents of 8, an FRE",
-				len(bank.Slots), len(bank.Latents), bank.LatentDim, bank.FRE != nil, 3*iters)
+				len(bank.Slots), len(bank.Latents), bank.LatentDim, bank.FRE != nil, latents)
 		}
 	}
-	if !strings.Contains(stdout, "checks: 2; best iteration") || !strings.Contains(stdout, "of 3 latents over 1 rollouts") {
-		t.Errorf("output does not say which judged checkpoint the bank is")
+	if !strings.Contains(stdout, "checks: 2; best iteration") || !strings.Contains(stdout, "of 3 latents over 1 rollouts") || !strings.Contains(stdout, "each skill's best iteration (score): ") {
+		t.Errorf("output does not say which judged checkpoints the bank takes")
 	}
 	checkBank(2)
 	if code, _, stderr := dualforce(append(tiny, "--out", out)...); code != 1 || !strings.Contains(stderr, "--resume") {

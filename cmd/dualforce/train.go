@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/dualforce/dualforce/trainer/datafile"
@@ -254,6 +255,17 @@ func reportChecks(w io.Writer, dir string, lastIteration int) (judged bool, err 
 	final := checks[len(checks)-1]
 	fmt.Fprintf(w, "checks: %d; best iteration %d (%s); last iteration %d (%s)\n",
 		len(checks), best.Iteration, best.Summary, final.Iteration, final.Summary)
+	if len(final.Parts) > 0 {
+		var its []string
+		for p := range final.Parts {
+			if c, err := trainrun.SelectedPart(dir, p); err == nil {
+				its = append(its, fmt.Sprintf("%d (%.1f)", c.Iteration, c.Parts[p]))
+			} else {
+				its = append(its, "none")
+			}
+		}
+		fmt.Fprintf(w, "each skill's best iteration (score): %s\n", strings.Join(its, ", "))
+	}
 	return true, nil
 }
 

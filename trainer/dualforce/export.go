@@ -1,10 +1,12 @@
 package dualforce
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/dualforce/dualforce/skills"
 	"github.com/dualforce/dualforce/trainer/checkpoint"
@@ -82,8 +84,8 @@ func exportBank(c skills.Contract, slots []*nn.Conditioned[float32], lats []Late
 
 // Judge adapts j to the training harness: it judges a checkpoint by the
 // bank of every skill's policy run on its latest latent (the code of its
-// reward at that iteration), so j's score is the skills' together (for
-// eval.Checker, their mean return).
+// reward at that iteration), one latent per skill in skill order, so that
+// j's parts (eval.Checker: each latent's mean return) are the skills'.
 //
 // Why judge a Dual-Force run: its policies, like the SMODICE-expert's, are
 // not monotone in the iterations. The paper-scale default run without
@@ -107,15 +109,42 @@ func (j checkpointJudge) Judge(ctx context.Context, f *checkpoint.File) (run.Ver
 	return j.JudgeBank(ctx, b)
 }
 
-// selectedBank is the bank of the best-judged checkpoint in dir, or, when
-// nothing was judged with a score, t's own (the last iteration's).
+// selectedBank is the bank of each skill at its best-judged checkpoint in
+// dir: its policy of that iteration and its latents met up to it. A skill
+// no check scored (nothing judged, or only NaN) keeps its last iteration's.
 func (t *trainer) selectedBank(dir string) (*skills.Bank, error) {
-	f, _, err := run.BestCheckpoint(dir)
-	if errors.Is(err, run.ErrNoChecks) {
-		return t.bank()
+	slots := make([]*nn.Conditioned[float32], len(t.policies))
+	var lats []Latent
+	for i, p := range t.policies {
+		f, _, err := run.BestPartCheckpoint(dir, i)
+		if errors.Is(err, run.ErrNoChecks) {
+			slots[i] = p.Net
+			lats = appendSkill(lats, t.loop.Latents(), i)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		nets, s, err := fromFile(f)
+		if err != nil {
+			return nil, err
+		}
+		if len(nets) != len(slots) {
+			return nil, fmt.Errorf("%w: %s has %d skills, the run %d", ErrResume, run.BestPartFile(i), len(nets), len(slots))
+		}
+		slots[i], lats = nets[i], appendSkill(lats, s.Latents, i)
 	}
-	if err != nil {
-		return nil, err
+	// The order of a run's bank: by iteration, then skill.
+	slices.SortStableFunc(lats, func(a, b Latent) int { return cmp.Compare(a.Iteration, b.Iteration) })
+	return exportBank(t.d.Contract, slots, lats, t.bankFRE)
+}
+
+// appendSkill appends skill i's latents of src to dst.
+func appendSkill(dst, src []Latent, i int) []Latent {
+	for _, l := range src {
+		if l.Skill == i {
+			dst = append(dst, l)
+		}
 	}
-	return BankFromCheckpoint(f, t.bankFRE)
+	return dst
 }

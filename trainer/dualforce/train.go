@@ -129,8 +129,9 @@ type trainer struct {
 // Train runs (or resumes) Dual-Force on d in opt.Dir and returns the bank
 // of every latent met: one slot per skill (its final policy) and every
 // z_i^k with its skill, iteration, sigmoid(mu), phi and offline psi. With
-// opt.Judge (Judge) the bank is that of the best-judged checkpoint: its
-// policies and the latents met up to its iteration.
+// opt.Judge (Judge, which judges the skills as parts) each skill is taken
+// from the checkpoint it was judged best in: its policy of that iteration
+// and its latents met up to it.
 func Train(ctx context.Context, d *prep.Data, in TrainInputs, cfg TrainConfig, opt Options) (*skills.Bank, error) {
 	if cfg.Skills < 2 {
 		return nil, fmt.Errorf("%w: %d skills, need at least 2", ErrConfig, cfg.Skills)

@@ -199,31 +199,34 @@ func TestTrainRefusesBadInputBeforeTraining(t *testing.T) {
 	}
 }
 
-// iterationJudge scores a checkpoint's bank by how near its latents' iteration is to best,
-// and keeps what it was shown.
+// iterationJudge scores skill i of a checkpoint's bank by how near its latent's iteration
+// is to best[i], and keeps what it was shown.
 type iterationJudge struct {
-	best  int
+	best  []int
 	shown [][]skills.LatentInfo
 }
 
 func (j *iterationJudge) JudgeBank(_ context.Context, b *skills.Bank) (run.Verdict, error) {
+	var v run.Verdict
 	infos := make([]skills.LatentInfo, len(b.Latents))
 	for k, l := range b.Latents {
 		infos[k] = l.Info
+		d := float64(l.Info.Iteration - j.best[k])
+		v.Parts = append(v.Parts, -d*d)
+		v.Score += -d * d / float64(len(b.Latents))
 	}
 	j.shown = append(j.shown, infos)
-	d := float64(b.Latents[0].Info.Iteration - j.best)
-	return run.Verdict{Score: -d * d, Summary: "by iteration"}, nil
+	return v, nil
 }
 
-// A judged run is shown each skill's latest latent at every checkpoint, and returns, byte for
-// byte, the bank of the same run stopped at its best-judged iteration: that iteration's
-// policies and the latents met up to it.
-func TestJudgedRunExportsTheBestCheckpointsBank(t *testing.T) {
+// A judged run is shown each skill's latest latent at every checkpoint, and returns each
+// skill as the same run stopped at that skill's best-judged iteration has it: that
+// iteration's policy and the skill's latents met up to it.
+func TestJudgedRunTakesEachSkillFromItsBestCheckpoint(t *testing.T) {
 	d, ck := trainTestData(t)
 	cfg := testTrainConfig(t)
 	in := testInputs(d, ck.Reward)
-	judge := &iterationJudge{best: 20}
+	judge := &iterationJudge{best: []int{20, 40, 10}}
 	judged, err := Train(context.Background(), d, in, cfg, Options{Options: run.Options{Dir: t.TempDir(), Quiet: true, Judge: Judge(judge)}})
 	if err != nil {
 		t.Fatal(err)
@@ -242,11 +245,24 @@ func TestJudgedRunExportsTheBestCheckpointsBank(t *testing.T) {
 			}
 		}
 	}
-	stopped := cfg
-	stopped.Run.Iterations = judge.best
-	want := trainRun(t, d, in, stopped, t.TempDir(), false)
-	if len(judged.Latents) != cfg.Skills*judge.best || !bytes.Equal(bankBytes(t, judged), bankBytes(t, want)) {
-		t.Fatalf("the judged run's bank (%d latents) is not that of the run stopped at iteration %d", len(judged.Latents), judge.best)
+	stoppedAt := map[int]*skills.Bank{}
+	for _, it := range judge.best {
+		stopped := cfg
+		stopped.Run.Iterations = it
+		stoppedAt[it] = trainRun(t, d, in, stopped, t.TempDir(), false)
+	}
+	want := *stoppedAt[40]
+	want.Slots, want.Latents = slices.Clone(want.Slots), nil
+	for _, l := range stoppedAt[40].Latents {
+		if it := judge.best[l.Info.Skill]; l.Info.Iteration <= it {
+			want.Latents = append(want.Latents, l)
+		}
+	}
+	for i, it := range judge.best {
+		want.Slots[i] = stoppedAt[it].Slots[i]
+	}
+	if len(judged.Latents) != 20+40+10 || !bytes.Equal(bankBytes(t, judged), bankBytes(t, &want)) {
+		t.Fatalf("the judged run's bank (%d latents) does not take each skill from its best iteration %v", len(judged.Latents), judge.best)
 	}
 }
 

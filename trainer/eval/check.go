@@ -39,7 +39,8 @@ func (c Checker) Accepts(ct *skills.Contract) error { return c.Config.runs(ct) }
 
 // JudgeBank scores b by the mean return of its latents, each run for Config.Rollouts
 // rollouts (a SMODICE-expert bank has one; a Dual-Force checkpoint's judge passes each
-// skill's latest latent).
+// skill's latest latent). A bank of several latents is judged in parts, one per latent, by
+// its mean return.
 func (c Checker) JudgeBank(ctx context.Context, b *skills.Bank) (run.Verdict, error) {
 	if len(b.Latents) == 0 {
 		return run.Verdict{}, fmt.Errorf("%w: the bank has no latent", ErrConfig)
@@ -48,18 +49,21 @@ func (c Checker) JudgeBank(ctx context.Context, b *skills.Bank) (run.Verdict, er
 	if err != nil {
 		return run.Verdict{}, err
 	}
-	var score float64
+	var v run.Verdict
 	summaries := make([]string, len(res.Subjects))
 	for k, s := range res.Subjects {
-		score += s.MeanReturn / float64(len(res.Subjects))
+		v.Score += s.MeanReturn / float64(len(res.Subjects))
+		v.Parts = append(v.Parts, s.MeanReturn)
 		summaries[k] = fmt.Sprintf("return %.1f +- %.1f, %.0f%% falls", s.MeanReturn, s.StdReturn, 100*s.FallRate)
 		if res.Task == collect.TaskNavigation {
 			summaries[k] += fmt.Sprintf(", %.0f%% goal", 100*s.GoalRate)
 		}
 	}
-	summary := fmt.Sprintf("%s over %d rollouts of %g s", summaries[0], res.Rollouts, res.EpisodeSeconds)
-	if len(summaries) > 1 {
-		summary = fmt.Sprintf("mean return %.1f of %d latents over %d rollouts of %g s each: %s", score, len(summaries), res.Rollouts, res.EpisodeSeconds, strings.Join(summaries, "; "))
+	v.Summary = fmt.Sprintf("%s over %d rollouts of %g s", summaries[0], res.Rollouts, res.EpisodeSeconds)
+	if len(summaries) == 1 {
+		v.Parts = nil
+	} else {
+		v.Summary = fmt.Sprintf("mean return %.1f of %d latents over %d rollouts of %g s each: %s", v.Score, len(summaries), res.Rollouts, res.EpisodeSeconds, strings.Join(summaries, "; "))
 	}
-	return run.Verdict{Score: score, Summary: summary}, nil
+	return v, nil
 }

@@ -68,7 +68,7 @@ func TestCheckerScoresByReturn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v.Score != res.Subjects[0].MeanReturn || !strings.Contains(v.Summary, "over 2 rollouts") {
+		if v.Score != res.Subjects[0].MeanReturn || !strings.Contains(v.Summary, "over 2 rollouts") || v.Parts != nil {
 			t.Fatalf("verdict %+v, Evaluate's mean return %v", v, res.Subjects[0].MeanReturn)
 		}
 		return v.Score
@@ -95,7 +95,8 @@ func TestCheckerScoresByReturn(t *testing.T) {
 	}
 	mean := (res.Subjects[0].MeanReturn + res.Subjects[1].MeanReturn) / 2
 	t.Logf("two latents judged %.1f: %s", v.Score, v.Summary)
-	if math.Abs(v.Score-mean) > 1e-9*math.Abs(mean) || !strings.Contains(v.Summary, "of 2 latents") {
+	if math.Abs(v.Score-mean) > 1e-9*math.Abs(mean) || !strings.Contains(v.Summary, "of 2 latents") ||
+		len(v.Parts) != 2 || v.Parts[0] != res.Subjects[0].MeanReturn || v.Parts[1] != res.Subjects[1].MeanReturn {
 		t.Fatalf("two latents judged %+v, want their mean %v", v, mean)
 	}
 	if _, err := checker.JudgeBank(context.Background(), &skills.Bank{}); !errors.Is(err, ErrConfig) {

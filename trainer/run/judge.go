@@ -43,7 +43,15 @@ type BankJudge interface {
 type Verdict struct {
 	Score   float64
 	Summary string
+	// Parts, when set, score independent parts of the checkpoint (a Dual-Force run's
+	// skills, each a policy of its own); each part's best-judged checkpoint is kept as well
+	// (BestPartFile), so that each part can be taken from the iteration it was best at.
+	// Every Verdict of a run has the same number of parts.
+	Parts []float64
 }
+
+// BestPartFile names the file that holds the best-judged checkpoint of part p so far.
+func BestPartFile(p int) string { return fmt.Sprintf("best-checkpoint-part%d.npz", p) }
 
 // Check is one judged checkpoint: a line of ChecksFile.
 type Check struct {
@@ -54,6 +62,11 @@ type Check struct {
 	// BestCheckpointFile. A later score at least as high replaces it (the longer-trained
 	// policy wins a tie); a NaN score never does.
 	Best bool `json:"best"`
+	// Parts are the Verdict's part scores; BestParts says, part by part, whether this
+	// checkpoint is that part's best so far (written to its BestPartFile; ties and NaN as
+	// for Best).
+	Parts     []metrics.Num `json:"parts,omitempty"`
+	BestParts []bool        `json:"best_parts,omitempty"`
 }
 
 // ErrNoChecks reports a run directory without a judged checkpoint.
@@ -81,14 +94,44 @@ func BestCheckpoint(dir string) (*checkpoint.File, Check, error) {
 	if err != nil {
 		return nil, Check{}, err
 	}
-	f, err := checkpoint.Read(filepath.Join(dir, BestCheckpointFile))
+	return readBest(dir, BestCheckpointFile, best)
+}
+
+// SelectedPart returns the Check in which part p of the run in dir was judged best; its
+// checkpoint is in dir's BestPartFile(p). ErrNoChecks when no check scored that part.
+func SelectedPart(dir string, p int) (Check, error) {
+	checks, err := ReadChecks(dir)
+	if err != nil {
+		return Check{}, err
+	}
+	for i := len(checks) - 1; i >= 0; i-- {
+		if c := checks[i]; p < len(c.BestParts) && c.BestParts[p] {
+			return c, nil
+		}
+	}
+	return Check{}, fmt.Errorf("%w of part %d in %s", ErrNoChecks, p, dir)
+}
+
+// BestPartCheckpoint reads the checkpoint in which part p of the run in dir was judged best
+// (BestPartFile) with its Check.
+func BestPartCheckpoint(dir string, p int) (*checkpoint.File, Check, error) {
+	best, err := SelectedPart(dir, p)
 	if err != nil {
 		return nil, Check{}, err
 	}
-	if f.Iteration != best.Iteration {
-		return nil, Check{}, fmt.Errorf("%w: %s holds iteration %d, but %s names %d as the best", checkpoint.ErrCheckpoint, BestCheckpointFile, f.Iteration, ChecksFile, best.Iteration)
+	return readBest(dir, BestPartFile(p), best)
+}
+
+// readBest reads the checkpoint file name of dir that holds the iteration of c.
+func readBest(dir, name string, c Check) (*checkpoint.File, Check, error) {
+	f, err := checkpoint.Read(filepath.Join(dir, name))
+	if err != nil {
+		return nil, Check{}, err
 	}
-	return f, best, nil
+	if f.Iteration != c.Iteration {
+		return nil, Check{}, fmt.Errorf("%w: %s holds iteration %d, but %s names %d", checkpoint.ErrCheckpoint, name, f.Iteration, ChecksFile, c.Iteration)
+	}
+	return f, c, nil
 }
 
 // ReadChecks reads dir's ChecksFile (none: no checks). A line cut short by a crash can only
@@ -103,6 +146,8 @@ type judging struct {
 	dir   string
 	log   *metrics.Log
 	best  *Check
+	// bestParts are the best score of every part so far (NaN: none yet).
+	bestParts []float64
 	// last is the iteration of the last check (0: none).
 	last int
 }
@@ -126,6 +171,7 @@ func openJudging(judge Judge, dir string, done int) (*judging, error) {
 		if c.Best {
 			j.best = &c
 		}
+		j.keepParts(c)
 		j.last = c.Iteration
 	}
 	return j, nil
@@ -137,6 +183,9 @@ func (j *judging) check(ctx context.Context, ck *checkpoint.File, opt Options) e
 	if err != nil {
 		return fmt.Errorf("run: judging iteration %d: %w", ck.Iteration, err)
 	}
+	if j.bestParts != nil && len(v.Parts) != len(j.bestParts) {
+		return fmt.Errorf("run: judging iteration %d: %d parts, earlier checks %d", ck.Iteration, len(v.Parts), len(j.bestParts))
+	}
 	c := Check{Iteration: ck.Iteration, Score: metrics.Num(v.Score), Summary: v.Summary,
 		Best: !math.IsNaN(v.Score) && (j.best == nil || v.Score >= float64(j.best.Score))}
 	if c.Best {
@@ -145,6 +194,17 @@ func (j *judging) check(ctx context.Context, ck *checkpoint.File, opt Options) e
 		}
 		j.best = &c
 	}
+	for p, score := range v.Parts {
+		c.Parts = append(c.Parts, metrics.Num(score))
+		best := !math.IsNaN(score) && (j.bestParts == nil || !(score < j.bestParts[p]))
+		if best {
+			if err := checkpoint.Write(filepath.Join(j.dir, BestPartFile(p)), ck); err != nil {
+				return err
+			}
+		}
+		c.BestParts = append(c.BestParts, best)
+	}
+	j.keepParts(c)
 	if err := j.log.Write(c); err != nil {
 		return err
 	}
@@ -160,14 +220,45 @@ func (j *judging) check(ctx context.Context, ck *checkpoint.File, opt Options) e
 	return nil
 }
 
-// plot redraws ChecksPlot from the checks log.
+// keepParts notes the part scores of c that are their part's best.
+func (j *judging) keepParts(c Check) {
+	if len(c.Parts) == 0 {
+		return
+	}
+	if j.bestParts == nil {
+		j.bestParts = make([]float64, len(c.Parts))
+		for p := range j.bestParts {
+			j.bestParts[p] = math.NaN()
+		}
+	}
+	for p, best := range c.BestParts {
+		if best && p < len(j.bestParts) {
+			j.bestParts[p] = float64(c.Parts[p])
+		}
+	}
+}
+
+// plot redraws ChecksPlot from the checks log: the score and, when judged in parts, every
+// part's.
 func (j *judging) plot() error {
-	s, err := metrics.ReadSeries(filepath.Join(j.dir, ChecksFile), "score")
+	checks, err := ReadChecks(j.dir)
 	if err != nil {
 		return err
 	}
+	score := metrics.Line{Name: "score"}
+	var parts []metrics.Line
+	for _, c := range checks {
+		it := float64(c.Iteration)
+		score.X, score.Y = append(score.X, it), append(score.Y, float64(c.Score))
+		for p, v := range c.Parts {
+			for len(parts) <= p {
+				parts = append(parts, metrics.Line{Name: fmt.Sprintf("part %d", len(parts))})
+			}
+			parts[p].X, parts[p].Y = append(parts[p].X, it), append(parts[p].Y, float64(v))
+		}
+	}
 	return metrics.WritePNG(filepath.Join(j.dir, ChecksPlot), "iteration", metrics.Panel{
-		Title: "judged checkpoints (the best is kept)", YLabel: "score", Lines: []metrics.Line{{Name: "score", X: s.Iteration, Y: s.Values["score"]}},
+		Title: "judged checkpoints (the best is kept, and each part's)", YLabel: "score", Lines: append([]metrics.Line{score}, parts...),
 	})
 }
 

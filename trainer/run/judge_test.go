@@ -8,15 +8,18 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/dualforce/dualforce/skills"
 	"github.com/dualforce/dualforce/trainer/checkpoint"
 )
 
-// tableJudge scores a checkpoint by its iteration; onJudge, when set, runs first.
+// tableJudge scores a checkpoint, and its parts, by its iteration; onJudge, when set, runs
+// first.
 type tableJudge struct {
 	scores  map[int]float64
+	parts   map[int][]float64
 	judged  []int
 	onJudge func(it int) error
 }
@@ -28,7 +31,7 @@ func (j *tableJudge) Judge(_ context.Context, ck *checkpoint.File) (Verdict, err
 		}
 	}
 	j.judged = append(j.judged, ck.Iteration)
-	return Verdict{Score: j.scores[ck.Iteration], Summary: "table"}, nil
+	return Verdict{Score: j.scores[ck.Iteration], Summary: "table", Parts: j.parts[ck.Iteration]}, nil
 }
 
 var errJudge = errors.New("judge failed")
@@ -36,7 +39,7 @@ var errJudge = errors.New("judge failed")
 // TestDriveKeepsTheBestJudgedCheckpoint runs the counter for 10 iterations with checkpoints
 // every 3 under a judge, straight and interrupted in several places, and checks that every
 // run judges iterations 3, 6, 9 and 10, keeps the best (a tie goes to the later, NaN never
-// wins) and ends with the same checks log.
+// wins), and the best of each of two parts, and ends with the same checks log.
 func TestDriveKeepsTheBestJudgedCheckpoint(t *testing.T) {
 	ct, err := skills.NewContract(skills.Locomotion48())
 	if err != nil {
@@ -45,6 +48,17 @@ func TestDriveKeepsTheBestJudgedCheckpoint(t *testing.T) {
 	id := Identity{Algorithm: "counter", Task: "locomotion", Config: []byte(`{}`)}
 	settings := Settings{Iterations: 10, CheckpointEvery: 3}
 	scores := map[int]float64{3: 5, 6: 9, 9: math.NaN(), 10: 9}
+	// Part 0 is best at 6 (NaN at 9 does not count), part 1 ties at 6 and 9 and is best at 10.
+	parts := map[int][]float64{3: {1, 1}, 6: {4, 2}, 9: {math.NaN(), 2}, 10: {3, 9}}
+	checkParts := func(t *testing.T, dir string) {
+		t.Helper()
+		for p, want := range []int{6, 10} {
+			f, c, err := BestPartCheckpoint(dir, p)
+			if err != nil || f.Iteration != want || c.Iteration != want {
+				t.Fatalf("BestPartCheckpoint(%d) = %v: want iteration %d", p, err, want)
+			}
+		}
+	}
 
 	// drive runs from the directory's checkpoint (or afresh) to the end or an interruption.
 	drive := func(t *testing.T, dir string, judge *tableJudge, cancelAfter int) error {
@@ -71,7 +85,7 @@ func TestDriveKeepsTheBestJudgedCheckpoint(t *testing.T) {
 	}
 
 	straight := t.TempDir()
-	judge := &tableJudge{scores: scores}
+	judge := &tableJudge{scores: scores, parts: parts}
 	if err := drive(t, straight, judge, -1); err != nil {
 		t.Fatal(err)
 	}
@@ -89,6 +103,10 @@ func TestDriveKeepsTheBestJudgedCheckpoint(t *testing.T) {
 	if err != nil || len(checks) != 4 || !checks[1].Best || checks[2].Best {
 		t.Fatalf("checks %+v, %v: want 6 best, NaN at 9 not", checks, err)
 	}
+	if c := checks[2]; !slices.Equal(c.BestParts, []bool{false, true}) {
+		t.Fatalf("check of 9: best parts %v, want part 1 only (a tie goes to the later, NaN never wins)", c.BestParts)
+	}
+	checkParts(t, straight)
 	want, _ := os.ReadFile(filepath.Join(straight, ChecksFile))
 	if _, err := os.Stat(filepath.Join(straight, ChecksPlot)); err != nil {
 		t.Fatal(err)
@@ -108,7 +126,7 @@ func TestDriveKeepsTheBestJudgedCheckpoint(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			first := &tableJudge{scores: scores}
+			first := &tableJudge{scores: scores, parts: parts}
 			if tc.cancelInJudge > 0 {
 				ctx, cancel := context.WithCancel(context.Background())
 				first.onJudge = func(it int) error {
@@ -127,7 +145,7 @@ func TestDriveKeepsTheBestJudgedCheckpoint(t *testing.T) {
 			} else if !errors.Is(err, context.Canceled) {
 				t.Fatalf("cancelled Drive = %v", err)
 			}
-			then := &tableJudge{scores: scores}
+			then := &tableJudge{scores: scores, parts: parts}
 			if err := drive(t, dir, then, -1); err != nil {
 				t.Fatal(err)
 			}
@@ -140,6 +158,7 @@ func TestDriveKeepsTheBestJudgedCheckpoint(t *testing.T) {
 			if best, err := Selected(dir); err != nil || best.Iteration != 10 {
 				t.Fatalf("Selected = %+v, %v", best, err)
 			}
+			checkParts(t, dir)
 		})
 	}
 
@@ -155,9 +174,19 @@ func TestDriveKeepsTheBestJudgedCheckpoint(t *testing.T) {
 			t.Fatalf("Drive = %v, want the judge's error", err)
 		}
 	})
+	t.Run("parts that come and go", func(t *testing.T) {
+		j := &tableJudge{scores: scores, parts: map[int][]float64{3: {1, 2}, 6: {1}}}
+		if err := drive(t, t.TempDir(), j, -1); err == nil || !strings.Contains(err.Error(), "1 parts, earlier checks 2") {
+			t.Fatalf("Drive = %v, want the change in parts refused", err)
+		}
+	})
 	t.Run("no checks", func(t *testing.T) {
-		if _, err := Selected(t.TempDir()); !errors.Is(err, ErrNoChecks) {
+		dir := t.TempDir()
+		if _, err := Selected(dir); !errors.Is(err, ErrNoChecks) {
 			t.Fatalf("Selected of an unjudged run = %v", err)
+		}
+		if _, _, err := BestPartCheckpoint(dir, 0); !errors.Is(err, ErrNoChecks) {
+			t.Fatalf("BestPartCheckpoint of an unjudged run = %v", err)
 		}
 	})
 }
