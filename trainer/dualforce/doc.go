@@ -14,5 +14,7 @@
 // small interface, so that the loop owns only its own logic; Train
 // (train.go) runs it on the shared machinery (dice.Value, wbc.Learner, the
 // run harness, one checkpoint format) and exports the bank through
-// trainer/export.
+// trainer/export. Judge (export.go) lets the harness judge a run's
+// checkpoints skill by skill in the simulator, and the bank then takes
+// each skill from the checkpoint it was judged best in.
 package dualforce

@@ -127,7 +127,7 @@ type trainer struct {
 }
 
 // Train runs (or resumes) Dual-Force on d in opt.Dir and returns the bank
-// of every latent met: one slot per skill (its final policy) and every
+// of every latent met: one slot per skill (its last policy) and every
 // z_i^k with its skill, iteration, sigmoid(mu), phi and offline psi. With
 // opt.Judge (Judge, which judges the skills as parts) each skill is taken
 // from the checkpoint it was judged best in: its policy of that iteration
@@ -264,7 +264,7 @@ func (t *trainer) restore(f *checkpoint.File) error {
 	return t.loop.Restore(s)
 }
 
-// bank exports every stored latent with its skill's final policy.
+// bank exports every stored latent with its skill's last policy.
 func (t *trainer) bank() (*skills.Bank, error) {
 	slots := make([]*nn.Conditioned[float32], len(t.policies))
 	for i, p := range t.policies {

@@ -3,7 +3,8 @@
 // bit for bit where an uninterrupted run ends, provided the loop saves all
 // it changes), the JSON-lines metrics log, the figures redrawn from it, the
 // progress bar and cancellation, and, given a Judge, the judging of
-// checkpoints with the best one kept. A loop (SMODICE-expert, Dual-Force,
+// checkpoints with the best one kept (and the best of each part, for a
+// verdict in parts such as a Dual-Force run's skills). A loop (SMODICE-expert, Dual-Force,
 // DOI) supplies its iteration, its checkpoint and its figures; the harness
 // knows nothing of what they hold.
 package run
