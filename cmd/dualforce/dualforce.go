@@ -123,7 +123,7 @@ func runTrainDualForce(ctx context.Context, args []string, stdout, stderr io.Wri
 	resume := fs.Bool("resume", false, "continue the run in --out from its checkpoint")
 	bankPath := fs.String("bank", "", "bank to write at the end (default <out>/bank.npz)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
-	checkRollouts := fs.Int("check-rollouts", defaultCheckRollouts, "rollouts in the simulator judging each checkpoint's skills (each on its latest latent); the bank is the best-judged checkpoint's (0: no checks, the bank is the last iteration's)")
+	checkRollouts := fs.Int("check-rollouts", defaultCheckRollouts, "rollouts in the simulator judging each checkpoint's skills (each on its latest latent); the bank takes each skill from the checkpoint it was judged best in (0: no checks, the bank is the last iteration's)")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}

@@ -258,7 +258,7 @@ func reportChecks(w io.Writer, dir string, lastIteration int) (judged bool, err 
 	if len(final.Parts) > 0 {
 		var its []string
 		for p := range final.Parts {
-			if c, err := trainrun.SelectedPart(dir, p); err == nil {
+			if c, ok := trainrun.BestOfPart(checks, p); ok {
 				its = append(its, fmt.Sprintf("%d (%.1f)", c.Iteration, c.Parts[p]))
 			} else {
 				its = append(its, "none")

@@ -42,6 +42,8 @@ func fromFile(f *checkpoint.File) ([]*nn.Conditioned[float32], State, error) {
 	if err := json.Unmarshal(saved.Config, &cfg); err != nil {
 		return nil, State{}, bad(fmt.Errorf("config: %w", err))
 	}
+	// Every skill has arrays of its own: a damaged count cannot ask for more
+	// networks than the file holds arrays.
 	if cfg.Skills < 1 || cfg.Skills > len(f.Float32) {
 		return nil, State{}, bad(fmt.Errorf("%d skills", cfg.Skills))
 	}

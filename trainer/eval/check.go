@@ -49,21 +49,26 @@ func (c Checker) JudgeBank(ctx context.Context, b *skills.Bank) (run.Verdict, er
 	if err != nil {
 		return run.Verdict{}, err
 	}
+	// outcome is one latent's result after its mean and spread.
+	outcome := func(s Summary) string {
+		o := fmt.Sprintf("%.0f%% falls", 100*s.FallRate)
+		if res.Task == collect.TaskNavigation {
+			o += fmt.Sprintf(", %.0f%% goal", 100*s.GoalRate)
+		}
+		return o
+	}
+	if len(res.Subjects) == 1 {
+		s := res.Subjects[0]
+		return run.Verdict{Score: s.MeanReturn, Summary: fmt.Sprintf("return %.1f +- %.1f over %d rollouts of %g s, %s",
+			s.MeanReturn, s.StdReturn, res.Rollouts, res.EpisodeSeconds, outcome(s))}, nil
+	}
 	var v run.Verdict
 	summaries := make([]string, len(res.Subjects))
 	for k, s := range res.Subjects {
 		v.Score += s.MeanReturn / float64(len(res.Subjects))
 		v.Parts = append(v.Parts, s.MeanReturn)
-		summaries[k] = fmt.Sprintf("return %.1f +- %.1f, %.0f%% falls", s.MeanReturn, s.StdReturn, 100*s.FallRate)
-		if res.Task == collect.TaskNavigation {
-			summaries[k] += fmt.Sprintf(", %.0f%% goal", 100*s.GoalRate)
-		}
+		summaries[k] = fmt.Sprintf("return %.1f +- %.1f, %s", s.MeanReturn, s.StdReturn, outcome(s))
 	}
-	v.Summary = fmt.Sprintf("%s over %d rollouts of %g s", summaries[0], res.Rollouts, res.EpisodeSeconds)
-	if len(summaries) == 1 {
-		v.Parts = nil
-	} else {
-		v.Summary = fmt.Sprintf("mean return %.1f of %d latents over %d rollouts of %g s each: %s", v.Score, len(summaries), res.Rollouts, res.EpisodeSeconds, strings.Join(summaries, "; "))
-	}
+	v.Summary = fmt.Sprintf("mean return %.1f of %d latents over %d rollouts of %g s each: %s", v.Score, len(summaries), res.Rollouts, res.EpisodeSeconds, strings.Join(summaries, "; "))
 	return v, nil
 }

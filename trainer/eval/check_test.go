@@ -68,7 +68,7 @@ func TestCheckerScoresByReturn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v.Score != res.Subjects[0].MeanReturn || !strings.Contains(v.Summary, "over 2 rollouts") || v.Parts != nil {
+		if v.Score != res.Subjects[0].MeanReturn || !strings.Contains(v.Summary, "over 2 rollouts of 3 s, 0% falls") || v.Parts != nil {
 			t.Fatalf("verdict %+v, Evaluate's mean return %v", v, res.Subjects[0].MeanReturn)
 		}
 		return v.Score

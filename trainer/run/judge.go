@@ -97,19 +97,28 @@ func BestCheckpoint(dir string) (*checkpoint.File, Check, error) {
 	return readBest(dir, BestCheckpointFile, best)
 }
 
-// SelectedPart returns the Check in which part p of the run in dir was judged best; its
-// checkpoint is in dir's BestPartFile(p). ErrNoChecks when no check scored that part.
+// SelectedPart returns the Check in which part p of the run in dir was judged best
+// (BestOfPart of its log); its checkpoint is in dir's BestPartFile(p).
 func SelectedPart(dir string, p int) (Check, error) {
 	checks, err := ReadChecks(dir)
 	if err != nil {
 		return Check{}, err
 	}
-	for i := len(checks) - 1; i >= 0; i-- {
-		if c := checks[i]; p < len(c.BestParts) && c.BestParts[p] {
-			return c, nil
-		}
+	if c, ok := BestOfPart(checks, p); ok {
+		return c, nil
 	}
 	return Check{}, fmt.Errorf("%w of part %d in %s", ErrNoChecks, p, dir)
+}
+
+// BestOfPart returns the check of a log in which part p was judged best, false when no
+// check scored that part.
+func BestOfPart(checks []Check, p int) (Check, bool) {
+	for i := len(checks) - 1; i >= 0; i-- {
+		if c := checks[i]; p < len(c.BestParts) && c.BestParts[p] {
+			return c, true
+		}
+	}
+	return Check{}, false
 }
 
 // BestPartCheckpoint reads the checkpoint in which part p of the run in dir was judged best
