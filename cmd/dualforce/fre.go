@@ -61,6 +61,8 @@ func runTrainFRE(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	ffn := fs.Int("ffn", def.Arch.FFN, "transformer feed-forward width")
 	decoder := fs.Int("decoder", def.Arch.DecoderHidden[0], "decoder hidden width (three layers)")
 	lr := fs.Float64("lr", def.LR, "Adam learning rate")
+	decayFrom := fs.Int("lr-decay-from", def.LRDecayFrom, "steps at the full learning rate before it decays")
+	halfLife := fs.Int("lr-half-life", def.LRHalfLife, "steps in which the decaying learning rate halves (0: constant)")
 	pool := fs.Int("pool", defaultFREPool, "at most this many offline states (a random subset) carry the prior")
 	seed := fs.Uint64("seed", def.Seed, "seed of every random choice")
 	every := fs.Int("checkpoint-every", def.Run.CheckpointEvery, "steps between checkpoints")
@@ -79,6 +81,7 @@ func runTrainFRE(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	cfg := def
 	cfg.Run = trainrun.Settings{Iterations: *steps, CheckpointEvery: *every}
 	cfg.Batch, cfg.LR, cfg.Seed = *batch, *lr, *seed
+	cfg.LRDecayFrom, cfg.LRHalfLife = *decayFrom, *halfLife
 	cfg.Arch.Latent, cfg.Arch.StateWidth, cfg.Arch.RewardWidth, cfg.Arch.FFN = *latent, *width/2, *width/2, *ffn
 	cfg.Arch.DecoderHidden = []int{*decoder, *decoder, *decoder}
 	if err := cfg.Validate(); err != nil {

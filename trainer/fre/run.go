@@ -30,10 +30,12 @@ type Options struct {
 
 // Record is one line of metrics.jsonl: one training step.
 type Record struct {
-	Step    int         `json:"iteration"`
-	Recon   metrics.Num `json:"recon"`
-	KL      metrics.Num `json:"kl"`
-	Total   metrics.Num `json:"total"`
+	Step  int         `json:"iteration"`
+	Recon metrics.Num `json:"recon"`
+	KL    metrics.Num `json:"kl"`
+	Total metrics.Num `json:"total"`
+	// LR is the learning rate the step was taken with.
+	LR      metrics.Num `json:"lr"`
 	Seconds metrics.Num `json:"seconds"`
 }
 
@@ -90,7 +92,8 @@ func (l *loop) Iterate(context.Context) (Record, error) {
 	start := time.Now()
 	tr := (*Trainer)(l)
 	ls := tr.Step()
-	return Record{Step: tr.Steps(), Recon: metrics.Num(ls.Recon), KL: metrics.Num(ls.KL), Total: metrics.Num(ls.Total),
+	lr := tr.opt.LR // the rate this step was taken with
+	return Record{Step: tr.Steps(), Recon: metrics.Num(ls.Recon), KL: metrics.Num(ls.KL), Total: metrics.Num(ls.Total), LR: metrics.Num(lr),
 		Seconds: metrics.Num(time.Since(start).Seconds())}, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dualforce/dualforce/trainer/checkpoint"
+	"github.com/dualforce/dualforce/trainer/metrics"
 	"github.com/dualforce/dualforce/trainer/run"
 )
 
@@ -79,8 +80,33 @@ func tinyRunConfig() Config {
 	c.Arch.Bins = 8
 	c.Batch, c.Tokens, c.Decode, c.Anchors = 4, 6, 3, 12
 	c.Run = run.Settings{Iterations: 7, CheckpointEvery: 2}
+	// The learning rate decays from before the interruption of TestResumeIsBitIdentical on.
+	c.LRDecayFrom, c.LRHalfLife = 2, 3
 	c.Prior.Linear, c.Prior.MLP = 3, 2
 	return c
+}
+
+func TestLearningRateSchedule(t *testing.T) {
+	c := DefaultConfig()
+	c.LR, c.LRDecayFrom, c.LRHalfLife = 1e-3, 10, 5
+	for _, tc := range []struct {
+		steps int
+		want  float64
+	}{{0, 1e-3}, {10, 1e-3}, {15, 5e-4}, {20, 2.5e-4}, {30, 6.25e-5}} {
+		if got := c.LRAt(tc.steps); math.Abs(got-tc.want) > 1e-15 {
+			t.Errorf("after %d steps: learning rate %g, want %g", tc.steps, got, tc.want)
+		}
+	}
+	c.LRHalfLife = 0
+	if got := c.LRAt(1000); got != 1e-3 {
+		t.Errorf("no half-life: learning rate %g after 1000 steps, want the constant 1e-3", got)
+	}
+	for _, bad := range [][2]int{{-1, 5}, {10, -1}} {
+		c.LRDecayFrom, c.LRHalfLife = bad[0], bad[1]
+		if err := c.Validate(); !errors.Is(err, ErrConfig) {
+			t.Errorf("decay from %d, half-life %d: %v, want ErrConfig", bad[0], bad[1], err)
+		}
+	}
 }
 
 // An interrupted run resumed from its checkpoint ends with the same
@@ -128,6 +154,15 @@ func TestResumeIsBitIdentical(t *testing.T) {
 	mb, _ := os.ReadFile(filepath.Join(parts, run.MetricsFile))
 	if bytes.Count(ma, []byte("\n")) != cfg.Run.Iterations || bytes.Count(mb, []byte("\n")) != cfg.Run.Iterations {
 		t.Fatalf("metrics logs of %d and %d lines, want %d", bytes.Count(ma, []byte("\n")), bytes.Count(mb, []byte("\n")), cfg.Run.Iterations)
+	}
+	lrs, err := metrics.ReadSeries(filepath.Join(parts, run.MetricsFile), "lr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, lr := range lrs.Values["lr"] {
+		if want := cfg.LRAt(i); math.Abs(lr-want) > 1e-9*want {
+			t.Errorf("step %d logged learning rate %g, want %g", i+1, lr, want)
+		}
 	}
 	for _, f := range []string{LossesPlot, EvalFile} {
 		if _, err := os.Stat(filepath.Join(parts, f)); err != nil {

@@ -17,6 +17,13 @@ type Config struct {
 	Arch  Arch        `json:"arch"`
 	Prior PriorConfig `json:"prior"`
 	LR    float64     `json:"lr"`
+	// LRDecayFrom and LRHalfLife shape the learning rate: LR for the first
+	// LRDecayFrom steps, then halved every LRHalfLife steps (0: constant).
+	// The schedule depends on the step only, not on the run's length, so a
+	// run extended with --resume --steps continues it as a longer straight
+	// run would.
+	LRDecayFrom int `json:"lr_decay_from"`
+	LRHalfLife  int `json:"lr_half_life"`
 	// Batch rewards per step, each seen through Tokens encode pairs and
 	// reconstructed on Decode other states.
 	Batch    int     `json:"batch"`
@@ -70,6 +77,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: learning rate %v", ErrConfig, c.LR)
 	case c.Batch <= 0 || c.Tokens <= 0 || c.Decode <= 0 || c.Batch > 1<<16 || c.Tokens > 4096 || c.Decode > 4096:
 		return fmt.Errorf("%w: batch %d of %d encode and %d decode pairs", ErrConfig, c.Batch, c.Tokens, c.Decode)
+	case c.LRDecayFrom < 0 || c.LRHalfLife < 0:
+		return fmt.Errorf("%w: learning rate decay from step %d with half-life %d", ErrConfig, c.LRDecayFrom, c.LRHalfLife)
 	case !(c.KLWeight >= 0) || math.IsInf(c.KLWeight, 0):
 		return fmt.Errorf("%w: KL weight %v", ErrConfig, c.KLWeight)
 	case !(c.HoldOut > 0 && c.HoldOut < 1):
@@ -81,6 +90,14 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return c.Prior.validate()
+}
+
+// LRAt is the learning rate of the step taken after steps steps.
+func (c Config) LRAt(steps int) float64 {
+	if c.LRHalfLife == 0 || steps <= c.LRDecayFrom {
+		return c.LR
+	}
+	return c.LR * math.Exp2(-float64(steps-c.LRDecayFrom)/float64(c.LRHalfLife))
 }
 
 // Trainer pre-trains an FRE model on a prior. It is not safe for concurrent use.
@@ -227,6 +244,7 @@ func (t *Trainer) Step() Losses {
 	}
 	t.model.Arena.ZeroGrad()
 	l := t.model.Step(b, t.cfg.KLWeight)
+	t.opt.LR = t.cfg.LRAt(t.opt.Steps())
 	t.opt.Step(t.model.Arena.Params(), t.model.Arena.Grads())
 	return l
 }
