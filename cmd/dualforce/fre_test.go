@@ -23,7 +23,7 @@ func TestTrainFRE(t *testing.T) {
 
 	out := filepath.Join(dir, "fre")
 	tiny := []string{"train", "fre", "--offline", data, "--smodice", run, "--steps", "4", "--batch", "8", "--latent", "8",
-		"--width", "16", "--ffn", "16", "--decoder", "16", "--checkpoint-every", "2", "--quiet"}
+		"--width", "16", "--ffn", "16", "--decoder", "16", "--checkpoint-every", "2", "--lr-decay-from", "1", "--lr-half-life", "1", "--quiet"}
 	stdout := mustRun(t, append(tiny, "--out", out)...)
 	t.Log(stdout)
 	for _, want := range []string{"step 4, reward scale", "held-out reconstruction, prior's rewards, hand_made", "identification of 200 unseen rewards"} {
@@ -35,6 +35,13 @@ func TestTrainFRE(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Errorf("run directory lacks %s", f)
 		}
+	}
+	// The rate decays after the first step, halving every step: steps 3 and 4 at 1/2 and 1/4 of 1e-3.
+	if log, _ := os.ReadFile(filepath.Join(out, trainrun.MetricsFile)); !strings.Contains(string(log), `"lr":0.0005,`) || !strings.Contains(string(log), `"lr":0.00025,`) {
+		t.Errorf("the metrics log does not show the decaying learning rate:\n%s", log)
+	}
+	if code, _, stderr := dualforce("train", "fre", "--offline", data, "--smodice", run, "--out", filepath.Join(dir, "neg"), "--lr-half-life", "-1"); code == 0 || !strings.Contains(stderr, "half-life -1") {
+		t.Fatalf("--lr-half-life -1: exit %d, %s", code, stderr)
 	}
 
 	// Another dataset of the same layout: its standardisation differs, so

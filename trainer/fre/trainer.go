@@ -17,8 +17,9 @@ type Config struct {
 	Arch  Arch        `json:"arch"`
 	Prior PriorConfig `json:"prior"`
 	LR    float64     `json:"lr"`
-	// LRDecayFrom and LRHalfLife shape the learning rate: LR for the first
-	// LRDecayFrom steps, then halved every LRHalfLife steps (0: constant).
+	// LRDecayFrom and LRHalfLife shape the learning rate: after
+	// LRDecayFrom steps at LR it falls continuously, halving every
+	// LRHalfLife steps (LRHalfLife 0: constant; see LRAt).
 	// The schedule depends on the step only, not on the run's length, so a
 	// run extended with --resume --steps continues it as a longer straight
 	// run would.
