@@ -30,7 +30,9 @@ normalised as clip(r / scale, -1, 1), one scale stored with the encoder. Writes 
   eval.json        held-out reconstruction per reward family (MSE, R^2 on states never
                    used in training) and identification of unseen rewards, each from
                    codes of one subset of 32 states and from the mean over the subsets
-                   of the bank's anchors, as Dual-Force and the robot encode
+                   of the bank's anchors, as Dual-Force and the robot encode; and
+                   how far a code moves when its reward changes by one multiplier step
+                   or becomes another skill's (stability)
 
 The defaults fit the 45 minutes two CPU cores are given: width 64, latent 32, decoder 256,
 feed-forward 128, batch 128, 36000 steps of Adam at 1e-3, halved every 2500 steps after the
@@ -136,6 +138,10 @@ func printFREReport(w io.Writer, rep *fre.Report) {
 			fmt.Fprintf(w, "%s %d: %.3f", f.Family, f.Rewards, f.Fraction)
 		}
 		fmt.Fprintln(w, ")")
+	}
+	if st := rep.Stability; st != nil {
+		fmt.Fprintf(w, "stability of %d Dual-Force-form codes of %d states: distance %.3f to the same reward on other states, %.3f to c moved by %g (one multiplier step), %.3f to another skill's direction\n",
+			st.Rewards, st.States, st.OtherStates, st.SmallChange, fre.StabilityStep, st.OtherSkill)
 	}
 }
 

@@ -18,15 +18,19 @@ type EvalConfig struct {
 	NewMLP    int `json:"new_mlp"`
 	// Identify is the number of unseen rewards (new linear, new MLP and
 	// Dual-Force-form, in the proportions 1:1:2) of the identification test.
-	Identify int    `json:"identify"`
-	Seed     uint64 `json:"seed"`
+	Identify int `json:"identify"`
+	// Stability is the number of Dual-Force-form rewards whose codes are
+	// compared with the codes of a slightly changed and of another skill's
+	// reward (Report.Stability).
+	Stability int    `json:"stability"`
+	Seed      uint64 `json:"seed"`
 }
 
 // DefaultEvalConfig scores every function of the prior, 200 Dual-Force-form
 // rewards and 20 new linear and MLP functions on 64 held-out states each,
 // and identifies 200 unseen rewards.
 func DefaultEvalConfig() EvalConfig {
-	return EvalConfig{Decode: 64, DualForm: 200, NewLinear: 20, NewMLP: 20, Identify: 200, Seed: 7}
+	return EvalConfig{Decode: 64, DualForm: 200, NewLinear: 20, NewMLP: 20, Identify: 200, Stability: 100, Seed: 7}
 }
 
 // Score is the reconstruction of a set of rewards: the mean squared error
@@ -57,6 +61,40 @@ type Report struct {
 	// states (the issue's test), and codes as Dual-Force and the robot
 	// encode, the mean over Anchors/Tokens subsets.
 	Identification []Identification `json:"identification"`
+	// Stability is measured on codes as Dual-Force and the robot encode
+	// (nil when there are too few held-out states for it).
+	Stability *Stability `json:"stability,omitempty"`
+}
+
+// StabilityStep is the change of c, the weight of r_E in a Dual-Force-form
+// reward, that Stability calls small: about one multiplier step of
+// Dual-Force's defaults (mu moves by at most MuLR 0.1 times sigmoid'(mu)
+// <= 0.25 times |eps - phi|, so sigmoid(mu) by at most about 0.025 for
+// |eps - phi| <= 4).
+const StabilityStep = 0.02
+
+// Stability is fre.md's "stability for Dual-Force": how far the code of a
+// Dual-Force-form reward (1-c) <phi, u> + c r_E moves when the reward
+// changes a little (c by StabilityStep, as one multiplier step changes a
+// skill's reward) and when it becomes another skill's (another direction u,
+// the same c), each against the code of the same reward on other states
+// (the encoder's own noise). Distances are Euclidean, means over Rewards.
+type Stability struct {
+	Rewards int `json:"rewards"`
+	// States is the number of held-out states behind each code (Subsets
+	// subsets of Tokens); the changed rewards are encoded on the same states
+	// as the reward they are compared with.
+	States  int `json:"states"`
+	Subsets int `json:"subsets"`
+	// OtherStates is the distance between the codes of one reward on two
+	// disjoint sets of states.
+	OtherStates float64 `json:"other_states"`
+	// SmallChange is the distance to the code of the reward with c moved by
+	// StabilityStep (down where c + StabilityStep would pass 1).
+	SmallChange float64 `json:"small_change"`
+	// OtherSkill is the distance to the code of a reward of another
+	// direction u with the same c.
+	OtherSkill float64 `json:"other_skill"`
 }
 
 // Identification is the fraction of unseen rewards whose code from held-out
@@ -145,7 +183,55 @@ func (t *Trainer) Evaluate(cfg EvalConfig) Report {
 			}
 		}
 	}
+	if cfg.Stability > 0 && m*t.cfg.Tokens <= len(t.held) {
+		rep.Stability = t.stability(cfg.Stability, m, rng, StabilityStep)
+	}
 	return rep
+}
+
+// stability measures Report.Stability on n fresh Dual-Force-form rewards,
+// their codes the mean over m subsets of held-out states, for a change of c
+// by step.
+func (t *Trainer) stability(n, m int, rng *rand.Rand, step float32) *Stability {
+	base, small, other := make([]Reward, n), make([]Reward, n), make([]Reward, n)
+	for i := range base {
+		base[i] = t.prior.DualFormReward(rng)
+		small[i] = base[i]
+		if small[i].c += step; small[i].c > 1 {
+			small[i].c = base[i].c - step
+		}
+		other[i] = t.prior.DualFormReward(rng)
+		other[i].c = base[i].c
+	}
+	// Codes drawn with the same seed are of the same states: the states a
+	// reward is encoded on depend on the generator only.
+	onStates, elsewhere := rng.Uint64(), rng.Uint64()
+	z := t.cfg.Arch.Latent
+	codes := func(rewards []Reward, seed uint64) []float64 {
+		states := rand.New(rand.NewPCG(seed, 0x57ab))
+		var out []float64
+		chunkLen := max(1, evalChunk/m)
+		for start := 0; start < len(rewards); start += chunkLen {
+			chunk := rewards[start:min(start+chunkLen, len(rewards))]
+			out = append(out, t.meanCodes(t.evalBatch(chunk, m*t.cfg.Tokens, 0, states), len(chunk), m)...)
+		}
+		return out
+	}
+	mean := func(a, b []float64) float64 {
+		sum := 0.0
+		for i := range n {
+			d := 0.0
+			for k := range z {
+				e := a[i*z+k] - b[i*z+k]
+				d += e * e
+			}
+			sum += math.Sqrt(d)
+		}
+		return sum / float64(n)
+	}
+	a := codes(base, onStates)
+	return &Stability{Rewards: n, States: m * t.cfg.Tokens, Subsets: m,
+		OtherStates: mean(a, codes(base, elsewhere)), SmallChange: mean(a, codes(small, onStates)), OtherSkill: mean(a, codes(other, onStates))}
 }
 
 // evalBatch fills a batch for rewards on held-out states: tokens encode

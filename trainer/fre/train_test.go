@@ -36,7 +36,7 @@ func TestPretrainingReconstructsHeldOutStates(t *testing.T) {
 	cfg := testConfig()
 	tr := mustTrainer(t, src, cfg)
 	ev := DefaultEvalConfig()
-	ev.DualForm, ev.NewLinear, ev.NewMLP, ev.Identify = 64, 10, 4, 64
+	ev.DualForm, ev.NewLinear, ev.NewMLP, ev.Identify, ev.Stability = 64, 10, 4, 64, 32
 	start := time.Now()
 	for range cfg.Run.Iterations {
 		tr.Step()
@@ -71,6 +71,28 @@ func TestPretrainingReconstructsHeldOutStates(t *testing.T) {
 		if chance := 1 / float64(id.Rewards); id.Fraction < 4*chance {
 			t.Errorf("identification over %d subsets %.3f, want at least 4 times chance (%.3f)", id.Subsets, id.Fraction, chance)
 		}
+	}
+	// A multiplier step moves a code less than a change of skill does.
+	st := rep.Stability
+	if st == nil {
+		t.Fatal("no stability measurement")
+	}
+	t.Logf("stability: %+v", *st)
+	if st.Rewards != 32 || st.Subsets != cfg.Anchors/cfg.Tokens || !(st.OtherStates > 0) || !(st.SmallChange < st.OtherSkill) {
+		t.Errorf("stability %+v: want 32 rewards from %d subsets, codes that move more for another skill than for a small change", *st, cfg.Anchors/cfg.Tokens)
+	}
+}
+
+// The small change of the stability measurement is made on the same states:
+// with no change at all, the distance is exactly 0, and on other states it is
+// not.
+func TestStabilityComparesOnTheSameStates(t *testing.T) {
+	tr := mustTrainer(t, syntheticSource(600, 1), tinyRunConfig())
+	tr.Step()
+	rng := rand.New(rand.NewPCG(1, 2))
+	st := tr.stability(4, tr.cfg.Anchors/tr.cfg.Tokens, rng, 0)
+	if st.SmallChange != 0 || !(st.OtherStates > 0) || !(st.OtherSkill > 0) {
+		t.Fatalf("with c unchanged: %+v, want a small-change distance of exactly 0 and positive others", *st)
 	}
 }
 
