@@ -92,8 +92,9 @@ type Stability struct {
 	// SmallChange is the distance to the code of the reward with c moved by
 	// StabilityStep (down where c + StabilityStep would pass 1).
 	SmallChange float64 `json:"small_change"`
-	// OtherSkill is the distance to the code of a reward of another
-	// direction u with the same c.
+	// OtherSkill is the distance to the code of a reward with another u
+	// (direction and norm drawn afresh, as the prior draws them) and the
+	// same c.
 	OtherSkill float64 `json:"other_skill"`
 }
 
