@@ -221,12 +221,7 @@ func (t *Trainer) stability(n, m int, rng *rand.Rand, step float32) *Stability {
 	mean := func(a, b []float64) float64 {
 		sum := 0.0
 		for i := range n {
-			d := 0.0
-			for k := range z {
-				e := a[i*z+k] - b[i*z+k]
-				d += e * e
-			}
-			sum += math.Sqrt(d)
+			sum += math.Sqrt(sqDist(a[i*z:(i+1)*z], b[i*z:(i+1)*z]))
 		}
 		return sum / float64(n)
 	}
@@ -318,12 +313,7 @@ func (t *Trainer) identify(rewards []Reward, m int, rng *rand.Rand) Identificati
 	for i := range rewards {
 		best, at := math.Inf(1), -1
 		for j := range rewards {
-			dist := 0.0
-			for k := range z {
-				e := a[i*z+k] - b[j*z+k]
-				dist += e * e
-			}
-			if dist < best {
+			if dist := sqDist(a[i*z:(i+1)*z], b[j*z:(j+1)*z]); dist < best {
 				best, at = dist, j
 			}
 		}
@@ -347,4 +337,14 @@ func (t *Trainer) identify(rewards []Reward, m int, rng *rand.Rand) Identificati
 	}
 	id.Fraction /= float64(len(rewards))
 	return id
+}
+
+// sqDist is the squared Euclidean distance between two codes.
+func sqDist(a, b []float64) float64 {
+	d := 0.0
+	for k := range a {
+		e := a[k] - b[k]
+		d += e * e
+	}
+	return d
 }
