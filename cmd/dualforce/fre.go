@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dualforce/dualforce/trainer/datafile"
@@ -69,6 +72,7 @@ func runTrainFRE(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	lr := fs.Float64("lr", def.LR, "Adam learning rate")
 	decayFrom := fs.Int("lr-decay-from", def.LRDecayFrom, "steps at the full learning rate before it decays")
 	halfLife := fs.Int("lr-half-life", def.LRHalfLife, "steps in which the decaying learning rate halves (0: constant)")
+	weights := fs.String("family-weights", formatWeights(def.Prior.Weights), "how often each reward family is drawn: linear,mlp,hand_made,dual_force (relative)")
 	pool := fs.Int("pool", defaultFREPool, "at most this many offline states (a random subset) carry the prior")
 	seed := fs.Uint64("seed", def.Seed, "seed of every random choice")
 	every := fs.Int("checkpoint-every", def.Run.CheckpointEvery, "steps between checkpoints")
@@ -90,6 +94,11 @@ func runTrainFRE(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	cfg.LRDecayFrom, cfg.LRHalfLife = *decayFrom, *halfLife
 	cfg.Arch.Latent, cfg.Arch.StateWidth, cfg.Arch.RewardWidth, cfg.Arch.FFN = *latent, *width/2, *width/2, *ffn
 	cfg.Arch.DecoderHidden = []int{*decoder, *decoder, *decoder}
+	w, err := parseWeights(*weights)
+	if err != nil {
+		return err
+	}
+	cfg.Prior.Weights = w
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -143,6 +152,33 @@ func printFREReport(w io.Writer, rep *fre.Report) {
 		fmt.Fprintf(w, "stability of %d Dual-Force-form codes of %d states: distance %.3f to the same reward on other states, %.3f to c moved by %g (one multiplier step), %.3f to another skill's direction\n",
 			st.Rewards, st.States, st.OtherStates, st.SmallChange, fre.StabilityStep, st.OtherSkill)
 	}
+}
+
+// formatWeights is --family-weights' value of w: "1,1,1,2".
+func formatWeights(w [fre.NumFamilies]float64) string {
+	parts := make([]string, len(w))
+	for i, v := range w {
+		parts[i] = strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	return strings.Join(parts, ",")
+}
+
+// parseWeights reads --family-weights: one non-negative number per family,
+// in the order of fre.Family.
+func parseWeights(list string) ([fre.NumFamilies]float64, error) {
+	var w [fre.NumFamilies]float64
+	parts := strings.Split(list, ",")
+	if len(parts) != len(w) {
+		return w, usagef("--family-weights %q: want %d numbers (linear,mlp,hand_made,dual_force)", list, len(w))
+	}
+	for i, p := range parts {
+		v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+		if err != nil || !(v >= 0) || math.IsInf(v, 0) {
+			return w, usagef("--family-weights %q: %q is not a non-negative number", list, p)
+		}
+		w[i] = v
+	}
+	return w, nil
 }
 
 // defaultFREPool is train fre's --pool: how many offline states (at most)

@@ -23,7 +23,7 @@ func TestTrainFRE(t *testing.T) {
 
 	out := filepath.Join(dir, "fre")
 	tiny := []string{"train", "fre", "--offline", data, "--smodice", run, "--steps", "4", "--batch", "8", "--latent", "8",
-		"--width", "16", "--ffn", "16", "--decoder", "16", "--checkpoint-every", "2", "--lr-decay-from", "1", "--lr-half-life", "1", "--quiet"}
+		"--width", "16", "--ffn", "16", "--decoder", "16", "--checkpoint-every", "2", "--lr-decay-from", "1", "--lr-half-life", "1", "--family-weights", "1,1,1,2", "--quiet"}
 	stdout := mustRun(t, append(tiny, "--out", out)...)
 	t.Log(stdout)
 	for _, want := range []string{"step 4, reward scale", "held-out reconstruction, prior's rewards, hand_made", "identification of 200 unseen rewards"} {
@@ -42,6 +42,12 @@ func TestTrainFRE(t *testing.T) {
 	}
 	if code, _, stderr := dualforce("train", "fre", "--offline", data, "--smodice", run, "--out", filepath.Join(dir, "neg"), "--lr-half-life", "-1"); code == 0 || !strings.Contains(stderr, "half-life -1") {
 		t.Fatalf("--lr-half-life -1: exit %d, %s", code, stderr)
+	}
+	for _, bad := range []string{"1,1,1", "1,1,1,1,1", "1,1,x,1", "1,1,1,-1", "1,1,1,NaN", "1,1,1,Inf", "0,0,0,0"} {
+		code, _, stderr := dualforce("train", "fre", "--offline", data, "--smodice", run, "--out", filepath.Join(dir, "neg"), "--family-weights", bad)
+		if code == 0 || !strings.Contains(stderr, "family weights") && !strings.Contains(stderr, "--family-weights") {
+			t.Errorf("--family-weights %s: exit %d, %s", bad, code, stderr)
+		}
 	}
 
 	// Another dataset of the same layout: its standardisation differs, so
