@@ -390,29 +390,55 @@ func (o *operator) publish(t testing.TB, topic string, payload []byte) {
 	}
 }
 
-// waitFor returns the first message on topic whose payload holds every one of parts.
+// waitFor returns the first message on topic whose payload holds every one of parts. When none
+// arrives in time, the failure lists what did arrive on the topic.
 func (o *operator) waitFor(t testing.TB, within time.Duration, topic string, parts ...string) operatorMessage {
 	t.Helper()
-	var found operatorMessage
-	waitFor(t, within, fmt.Sprintf("a message on %s with %q", topic, parts), func() bool {
-		o.mu.Lock()
-		defer o.mu.Unlock()
-	next:
-		for _, m := range o.msgs {
-			if m.topic != topic {
-				continue
-			}
-			for _, p := range parts {
-				if !strings.Contains(m.payload, p) {
-					continue next
-				}
-			}
-			found = m
-			return true
+	deadline := time.Now().Add(within)
+	for {
+		if m, ok := o.find(topic, parts); ok {
+			return m
 		}
-		return false
-	})
-	return found
+		if time.Now().After(deadline) {
+			t.Fatalf("a message on %s with %q: not within %v; the topic's messages: %s", topic, parts, within, o.seen(topic))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// find is the first message on topic whose payload holds every one of parts.
+func (o *operator) find(topic string, parts []string) (operatorMessage, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+next:
+	for _, m := range o.msgs {
+		if m.topic != topic {
+			continue
+		}
+		for _, p := range parts {
+			if !strings.Contains(m.payload, p) {
+				continue next
+			}
+		}
+		return m, true
+	}
+	return operatorMessage{}, false
+}
+
+// seen lists the messages received on topic with their times, for a failure message.
+func (o *operator) seen(topic string) string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var got []string
+	for _, m := range o.msgs {
+		if m.topic == topic {
+			got = append(got, m.at.Format("15:04:05.000")+" "+m.payload)
+		}
+	}
+	if len(got) == 0 {
+		return "none"
+	}
+	return strings.Join(got, "; ")
 }
 
 // commandPayload builds a command: id, issued_at, expires_in_ms, reply_to (when set) and the
