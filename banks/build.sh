@@ -40,9 +40,10 @@ export OPENBLAS_NUM_THREADS=1
 
 # The shipped banks' FRE, pinned: today's default sizes (the reference's would take days here;
 # latents of 32 values keep the bank of every latent met under 5 MB), but the learning rate
-# (1e-4, constant) and the 3500 steps it was trained with, not today's defaults (1e-3 decaying
-# after 26000 steps, 36000 steps), so that a rebuild makes what ships.
-FRE_FLAGS=${FRE_FLAGS:---width 64 --latent 32 --decoder 256 --ffn 128 --batch 128 --lr 0.0001 --lr-half-life 0 --steps 3500}
+# (1e-4, constant), the 3500 steps and the equal family weights it was trained with, not today's
+# defaults (1e-3 decaying after 26000 steps, 36000 steps, Dual-Force-form rewards drawn twice as
+# often), so that a rebuild makes what ships.
+FRE_FLAGS=${FRE_FLAGS:---width 64 --latent 32 --decoder 256 --ffn 128 --batch 128 --lr 0.0001 --lr-half-life 0 --family-weights 1,1,1,1 --steps 3500}
 
 step() { echo "== banks/build.sh $task: $*"; }
 rm -rf "$work"

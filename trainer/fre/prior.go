@@ -114,10 +114,15 @@ type PriorConfig struct {
 }
 
 // DefaultPriorConfig is the paper's 30 linear and 30 MLP rewards (and its 27
-// hand-made ones), Dual-Force-form directions up to norm 3, the four
-// families drawn equally often, and the scale at the 99th percentile.
+// hand-made ones), Dual-Force-form directions up to norm 3, and the scale at
+// the 99th percentile. Dual-Force-form rewards are drawn twice as often as
+// each other family: they are the ones Dual-Force encodes, and the hardest
+// to reconstruct. Measured on the paper-scale locomotion states with the
+// default schedule (seed 2), against equal weights: held-out R^2 on that
+// family 0.825 against 0.799 (codes of 1,024 states: 0.806 against 0.787),
+// the other families within 0.011 and all above 0.92.
 func DefaultPriorConfig() PriorConfig {
-	return PriorConfig{Linear: 30, MLP: 30, DualFormMaxNorm: 3, Weights: [NumFamilies]float64{1, 1, 1, 1}, ScaleQuantile: 0.99}
+	return PriorConfig{Linear: 30, MLP: 30, DualFormMaxNorm: 3, Weights: [NumFamilies]float64{1, 1, 1, 2}, ScaleQuantile: 0.99}
 }
 
 func (c PriorConfig) validate() error {
