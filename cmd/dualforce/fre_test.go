@@ -23,7 +23,7 @@ func TestTrainFRE(t *testing.T) {
 
 	out := filepath.Join(dir, "fre")
 	tiny := []string{"train", "fre", "--offline", data, "--smodice", run, "--steps", "4", "--batch", "8", "--latent", "8",
-		"--width", "16", "--ffn", "16", "--decoder", "16", "--checkpoint-every", "2", "--lr-decay-from", "1", "--lr-half-life", "1", "--family-weights", "1,1,1,2", "--quiet"}
+		"--width", "16", "--ffn", "16", "--decoder", "16", "--checkpoint-every", "2", "--lr-decay-from", "1", "--lr-half-life", "1", "--family-weights", "2,1,1,3", "--quiet"}
 	stdout := mustRun(t, append(tiny, "--out", out)...)
 	t.Log(stdout)
 	for _, want := range []string{"step 4, reward scale", "held-out reconstruction, prior's rewards, hand_made", "identification of 200 unseen rewards"} {
@@ -35,6 +35,9 @@ func TestTrainFRE(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Errorf("run directory lacks %s", f)
 		}
+	}
+	if cfg, err := fre.ReadConfig(filepath.Join(out, trainrun.CheckpointFile)); err != nil || cfg.Prior.Weights != [fre.NumFamilies]float64{2, 1, 1, 3} {
+		t.Errorf("the run's family weights are %v (%v), want --family-weights 2,1,1,3", cfg.Prior.Weights, err)
 	}
 	// The rate decays after the first step, halving every step: steps 3 and 4 at 1/2 and 1/4 of 1e-3.
 	if log, _ := os.ReadFile(filepath.Join(out, trainrun.MetricsFile)); !strings.Contains(string(log), `"lr":0.0005,`) || !strings.Contains(string(log), `"lr":0.00025,`) {
