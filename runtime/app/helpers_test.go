@@ -73,15 +73,24 @@ func freeAddr(t testing.TB, network string) string {
 	return ln.Addr().String()
 }
 
+// waitFor fails the test unless cond holds within limit.
 func waitFor(t testing.TB, limit time.Duration, what string, cond func() bool) {
 	t.Helper()
+	if !poll(limit, cond) {
+		t.Fatalf("%s: not within %v", what, limit)
+	}
+}
+
+// poll checks cond every 5 ms until it holds (true) or limit has passed (false).
+func poll(limit time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(limit)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, limit)
+			return false
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	return true
 }
 
 // TestMain lets clocktest.KeepAwake start this test binary as its CPU spinner.
@@ -394,16 +403,11 @@ func (o *operator) publish(t testing.TB, topic string, payload []byte) {
 // arrives in time, the failure lists what did arrive on the topic.
 func (o *operator) waitFor(t testing.TB, within time.Duration, topic string, parts ...string) operatorMessage {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		if m, ok := o.find(topic, parts); ok {
-			return m
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("a message on %s with %q: not within %v; the topic's messages: %s", topic, parts, within, o.seen(topic))
-		}
-		time.Sleep(5 * time.Millisecond)
+	var found operatorMessage
+	if !poll(within, func() (ok bool) { found, ok = o.find(topic, parts); return ok }) {
+		t.Fatalf("a message on %s with %q: not within %v; the topic's messages: %s", topic, parts, within, o.seen(topic))
 	}
+	return found
 }
 
 // find is the first message on topic whose payload holds every one of parts.
