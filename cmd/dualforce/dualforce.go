@@ -114,6 +114,9 @@ func runTrainDualForce(ctx context.Context, args []string, stdout, stderr io.Wri
 	batch := fs.Int("batch", def.Value.Batch, "transitions per value and policy step")
 	valueSteps := fs.Int("value-steps", def.Loop.ValueSteps, "value steps per skill and outer iteration")
 	policySteps := fs.Int("policy-steps", def.Loop.PolicySteps, "policy steps per skill and outer iteration")
+	rehearsalSteps := fs.Int("rehearsal-steps", def.Loop.RehearsalSteps, "extra policy steps per skill and outer iteration on the skill's earlier latents, each with a sample of its weights of that iteration (0: none, the paper's policy update)")
+	rehearsalRows := fs.Int("rehearsal-rows", def.Loop.RehearsalRows, "rows of an earlier iteration's weights kept for rehearsal")
+	rehearsalKeep := fs.Int("rehearsal-keep", def.Loop.RehearsalKeep, "earlier iterations kept for rehearsal per skill, spread evenly over the run")
 	hidden := fs.Int("hidden", def.Value.Hidden[0], "width of the value and policy networks' two hidden layers")
 	refreshRows := fs.Int("refresh-rows", def.Value.RefreshRows, "rows whose V each iteration's weight pass re-evaluates, in turn (0: every row)")
 	subsets := fs.Int("subsets", 32, "subsets of offline states each latent averages over (m)")
@@ -135,6 +138,8 @@ func runTrainDualForce(ctx context.Context, args []string, stdout, stderr io.Wri
 	case *nSkills < 2 || *iters < 0 || *valueSteps < 0 || *policySteps < 0 || *batch <= 0 || *hidden <= 0 || *subsets <= 0 || *pool <= 0 || *every <= 0 || *refreshRows < 0:
 		return usagef("--skills %d, --iters %d, --value-steps %d, --policy-steps %d, --batch %d, --hidden %d, --subsets %d, --fre-pool %d, --checkpoint-every %d, --refresh-rows %d: want at least 2 skills, non-negative counts and positive sizes",
 			*nSkills, *iters, *valueSteps, *policySteps, *batch, *hidden, *subsets, *pool, *every, *refreshRows)
+	case *rehearsalSteps < 0 || *rehearsalRows <= 0 || *rehearsalKeep <= 0:
+		return usagef("--rehearsal-steps %d, --rehearsal-rows %d, --rehearsal-keep %d: want steps >= 0 and positive sizes", *rehearsalSteps, *rehearsalRows, *rehearsalKeep)
 	case !(*l0 >= 0) || !(*eps >= 0):
 		return usagef("--l0 %v, --eps %v: want positive values (0 for the task's)", *l0, *eps)
 	case !(*muKP >= 0) || math.IsInf(*muKP, 1):
@@ -168,6 +173,7 @@ func runTrainDualForce(ctx context.Context, args []string, stdout, stderr io.Wri
 	}
 	cfg.Seed, cfg.Skills, cfg.Run = *seed, *nSkills, trainrun.Settings{Iterations: *iters, CheckpointEvery: *every}
 	cfg.Loop.ValueSteps, cfg.Loop.PolicySteps, cfg.Loop.MuKP, cfg.Loop.BetaClip = *valueSteps, *policySteps, *muKP, *betaClip
+	cfg.Loop.RehearsalSteps, cfg.Loop.RehearsalRows, cfg.Loop.RehearsalKeep = *rehearsalSteps, *rehearsalRows, *rehearsalKeep
 	if *l0 > 0 {
 		cfg.Loop.L0 = *l0
 	}

@@ -99,10 +99,12 @@ func TestTrainDualForce(t *testing.T) {
 		t.Errorf("missing --fre: exit %d, %s", code, stderr)
 	}
 
-	// --absorbing-falls=false (the default is absorbing) and --beta-clip reach the
-	// configuration the run keeps (and compares on --resume); a negative clip is refused.
+	// --absorbing-falls=false (the default is absorbing), --beta-clip and the rehearsal
+	// flags reach the configuration the run keeps (and compares on --resume); a negative
+	// clip and an empty rehearsal sample are refused.
 	ours := filepath.Join(dir, "ours")
-	mustRun(t, slices.Concat(tiny, []string{"--out", ours, "--iters", "1", "--absorbing-falls=false", "--beta-clip", "2"})...)
+	mustRun(t, slices.Concat(tiny, []string{"--out", ours, "--iters", "1", "--absorbing-falls=false", "--beta-clip", "2",
+		"--rehearsal-steps", "3", "--rehearsal-rows", "50", "--rehearsal-keep", "7"})...)
 	ck, err := checkpoint.Read(filepath.Join(ours, trainrun.CheckpointFile))
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +120,13 @@ func TestTrainDualForce(t *testing.T) {
 	if cfg.Value.AbsorbingFalls || cfg.Loop.BetaClip != 2 {
 		t.Errorf("stored config: absorbing falls %v, beta clip %g; want false and 2", cfg.Value.AbsorbingFalls, cfg.Loop.BetaClip)
 	}
+	if l := cfg.Loop; l.RehearsalSteps != 3 || l.RehearsalRows != 50 || l.RehearsalKeep != 7 {
+		t.Errorf("stored config: rehearsal steps %d, rows %d, keep %d; want 3, 50 and 7", l.RehearsalSteps, l.RehearsalRows, l.RehearsalKeep)
+	}
 	if code, _, stderr := dualforce(slices.Concat(tiny, []string{"--out", refused, "--beta-clip", "-1"})...); code != 2 || !strings.Contains(stderr, "--beta-clip") {
 		t.Errorf("--beta-clip -1: exit %d, %s", code, stderr)
+	}
+	if code, _, stderr := dualforce(slices.Concat(tiny, []string{"--out", refused, "--rehearsal-rows", "0"})...); code != 2 || !strings.Contains(stderr, "--rehearsal-rows") {
+		t.Errorf("--rehearsal-rows 0: exit %d, %s", code, stderr)
 	}
 }

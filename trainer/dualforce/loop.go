@@ -11,6 +11,7 @@ import (
 	"github.com/dualforce/dualforce/trainer/dataset"
 	"github.com/dualforce/dualforce/trainer/dice"
 	"github.com/dualforce/dualforce/trainer/skillset"
+	"github.com/dualforce/dualforce/trainer/wbc"
 )
 
 // Value is one skill's value learner (dice.Value): V(s, z) by the KL dual
@@ -24,10 +25,12 @@ type Value interface {
 }
 
 // Policy is one skill's weighted-BC policy learner (wbc.Learner):
-// pi(a | s, z) fitted to the offline actions drawn by weight.
+// pi(a | s, z) fitted to the offline actions drawn by weight, or drawn
+// uniformly from a sample of rows of earlier weights (rehearsal).
 type Policy interface {
 	SetLatent(z []float32) error
 	SetWeights(w []float64) error
+	SetRows(rows []int32) error
 	Step() float64
 }
 
@@ -77,6 +80,17 @@ type Config struct {
 	// iteration.
 	ValueSteps  int `json:"value_steps"`
 	PolicySteps int `json:"policy_steps"`
+	// RehearsalSteps, when positive, adds that many policy steps per
+	// iteration on an earlier latent of the skill with a sample of the
+	// weights of its iteration (ours): a policy fitted only to each
+	// iteration's latent forgets what the skill's older latents meant,
+	// and the bank keeps every one of them. The samples are RehearsalRows
+	// rows each (wbc.Resample), kept for at most RehearsalKeep iterations
+	// spread evenly over the run so far (see snapshotStride); the steps
+	// take them in turn.
+	RehearsalSteps int `json:"rehearsal_steps,omitempty"`
+	RehearsalRows  int `json:"rehearsal_rows,omitempty"`
+	RehearsalKeep  int `json:"rehearsal_keep,omitempty"`
 	// DiversityOff fixes sigmoid(mu) = 1 (R = r_E, no multiplier steps):
 	// SMODICE-expert with n independent skills, the collapse check.
 	DiversityOff bool `json:"diversity_off"`
@@ -92,7 +106,7 @@ type Config struct {
 // 12's measurements), and every skill of Dual-Force rests on the same
 // value and policy learners.
 func DefaultConfig() Config {
-	return Config{L0: 6, Eps: 4, MuInit: 0, MuLR: 0.1, MinAlpha: 0.05, ValueSteps: 5, PolicySteps: 5}
+	return Config{L0: 6, Eps: 4, MuInit: 0, MuLR: 0.1, MinAlpha: 0.05, ValueSteps: 5, PolicySteps: 5, RehearsalRows: 4096, RehearsalKeep: 64}
 }
 
 // ErrConfig reports an unusable configuration or inputs that do not fit
@@ -169,6 +183,28 @@ type Loop struct {
 	beta, reward [][]float32
 
 	latents []Latent
+	// snapshots holds each skill's rehearsal samples, oldest first.
+	snapshots [][]Snapshot
+}
+
+// Snapshot is a sample of the weights skill Skill's policy was fitted to at
+// iteration Iteration, with the latent of that iteration, for rehearsal.
+type Snapshot struct {
+	Skill, Iteration int
+	Rows             []int32
+}
+
+// snapshotStride is the spacing of the iterations whose snapshots are
+// kept after iteration k: the smallest power of two s with k/s <= keep.
+// It only grows, and a multiple of s is a multiple of every smaller power
+// of two, so the kept iterations are exactly the multiples of s up to k,
+// the same on a resumed run as on a straight one.
+func snapshotStride(k, keep int) int {
+	s := 1
+	for k/s > keep {
+		s *= 2
+	}
+	return s
 }
 
 // New checks the inputs and starts every skill's weights at its own random
@@ -179,7 +215,8 @@ func New(cfg Config, in Inputs, skills []Skill, rng *rand.Rand) (*Loop, error) {
 		return nil, fmt.Errorf("%w: %d skills, need at least 2", ErrConfig, len(skills))
 	}
 	if !(cfg.L0 > 0) || !(cfg.MuLR >= 0) || !(cfg.MuKP >= 0) || math.IsInf(cfg.MuKP, 1) || !(cfg.BetaClip >= 0) || math.IsInf(cfg.BetaClip, 1) || !(cfg.MinAlpha > 0 && cfg.MinAlpha <= 1) ||
-		cfg.ValueSteps < 0 || cfg.PolicySteps < 0 || cfg.StaleCheckEvery < 0 || cfg.MuInit < -skillset.MuBound || cfg.MuInit > skillset.MuBound {
+		cfg.ValueSteps < 0 || cfg.PolicySteps < 0 || cfg.StaleCheckEvery < 0 ||
+		cfg.RehearsalSteps < 0 || (cfg.RehearsalSteps > 0 && (cfg.RehearsalRows <= 0 || cfg.RehearsalKeep <= 0)) || cfg.MuInit < -skillset.MuBound || cfg.MuInit > skillset.MuBound {
 		return nil, fmt.Errorf("%w: %+v", ErrConfig, cfg)
 	}
 	n := len(in.RE)
@@ -192,7 +229,7 @@ func New(cfg Config, in Inputs, skills []Skill, rng *rand.Rand) (*Loop, error) {
 	if err := dataset.CheckFinite("imitation reward", in.RE, 1); err != nil {
 		return nil, err
 	}
-	l := &Loop{cfg: cfg, in: in, n: n, skills: skills, mu: make([]float64, len(skills))}
+	l := &Loop{cfg: cfg, in: in, n: n, skills: skills, mu: make([]float64, len(skills)), snapshots: make([][]Snapshot, len(skills))}
 	for i := range skills {
 		l.w = append(l.w, &dice.Polyak{MinAlpha: cfg.MinAlpha, W: Dirichlet(rng, n)})
 		l.mu[i] = cfg.MuInit
@@ -327,11 +364,50 @@ func (l *Loop) train(i int, m *Metrics) (Latent, error) {
 	for range l.cfg.PolicySteps {
 		m.PolicyLoss[i] = s.Policy.Step()
 	}
+	if err := l.rehearse(i); err != nil {
+		return Latent{}, fmt.Errorf("skill %d: rehearsal: %w", i, err)
+	}
 	stats := dice.Summarise(w)
 	m.ESS[i], m.MaxW[i] = stats.ESS, stats.Max
 	m.Constraint[i] = dice.Constraint(w, l.in.RE)
 	psi := dice.SuccessorFeatures(w, l.in.Phi, l.in.PhiDim)
 	return Latent{Skill: i, Iteration: l.k, Constraint: m.Constraint[i], Psi: psi, Z: z}, nil
+}
+
+// rehearse takes skill i's rehearsal steps on its snapshots, in turn,
+// and then updates them: it keeps the multiples of the new stride and adds
+// this iteration's weights when k is one. It runs on skill i's goroutine and
+// reads l.latents, which grow only between iterations.
+func (l *Loop) rehearse(i int) error {
+	if l.cfg.RehearsalSteps == 0 {
+		return nil
+	}
+	s, snaps, ns := l.skills[i], l.snapshots[i], len(l.skills)
+	for r := range l.cfg.RehearsalSteps {
+		if len(snaps) == 0 {
+			break
+		}
+		snap := snaps[((l.k-1)*l.cfg.RehearsalSteps+r)%len(snaps)]
+		if err := s.Policy.SetLatent(l.latents[(snap.Iteration-1)*ns+i].Z); err != nil {
+			return err
+		}
+		if err := s.Policy.SetRows(snap.Rows); err != nil {
+			return err
+		}
+		s.Policy.Step()
+	}
+	stride := snapshotStride(l.k, l.cfg.RehearsalKeep)
+	kept := snaps[:0]
+	for _, snap := range snaps {
+		if snap.Iteration%stride == 0 {
+			kept = append(kept, snap)
+		}
+	}
+	if l.k%stride == 0 {
+		kept = append(kept, Snapshot{Skill: i, Iteration: l.k, Rows: wbc.Resample(l.w[i].W, l.cfg.RehearsalRows)})
+	}
+	l.snapshots[i] = kept
+	return nil
 }
 
 func toFloat64(x []float32) []float64 {

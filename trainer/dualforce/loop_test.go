@@ -35,11 +35,32 @@ func (s *scriptedSkill) Encode(r []float32) ([]float32, error) {
 	return []float32{s.z, r[0]}, nil
 }
 
-type scriptedPolicy struct{ w []float64 }
+// scriptedPolicy records its weights and, for rehearsal steps, the latent
+// and rows of each.
+type scriptedPolicy struct {
+	w         []float64
+	z         []float32
+	rows      []int32
+	rehearsed []rehearsal
+}
 
-func (p *scriptedPolicy) SetLatent([]float32) error    { return nil }
-func (p *scriptedPolicy) SetWeights(w []float64) error { p.w = slices.Clone(w); return nil }
-func (p *scriptedPolicy) Step() float64                { return 0 }
+type rehearsal struct {
+	z    []float32
+	rows []int32
+}
+
+func (p *scriptedPolicy) SetLatent(z []float32) error { p.z = slices.Clone(z); return nil }
+func (p *scriptedPolicy) SetWeights(w []float64) error {
+	p.w, p.rows = slices.Clone(w), nil
+	return nil
+}
+func (p *scriptedPolicy) SetRows(rows []int32) error { p.rows = rows; return nil }
+func (p *scriptedPolicy) Step() float64 {
+	if p.rows != nil {
+		p.rehearsed = append(p.rehearsed, rehearsal{z: p.z, rows: p.rows})
+	}
+	return 0
+}
 
 func scriptedLoop(t *testing.T, cfg Config, w [][]float64, in Inputs) (*Loop, []*scriptedSkill, []*scriptedPolicy) {
 	t.Helper()
@@ -283,5 +304,73 @@ func TestBetaClipBoundsTheDiversityReward(t *testing.T) {
 				t.Errorf("clip %g, skill %d: R(far state) / R(phi -1) = %g, want %g (rewards %v)", tc.clip, i, got, tc.ratio, s.reward)
 			}
 		}
+	}
+}
+
+// TestRehearsalKeepsAnEvenSpreadOfEarlierLatents: with rehearsal on, each
+// iteration's extra policy steps take the kept snapshots in turn, each with
+// the latent of its own iteration and rows of its weights; the kept
+// iterations are the multiples of the stride, at most RehearsalKeep of
+// them, so the whole run so far stays covered.
+func TestRehearsalKeepsAnEvenSpreadOfEarlierLatents(t *testing.T) {
+	in := Inputs{Phi: []float32{-1, 0, 2}, PhiDim: 1, RE: []float32{0.5, -1, 1}}
+	cfg := DefaultConfig()
+	cfg.RehearsalSteps, cfg.RehearsalRows, cfg.RehearsalKeep = 2, 8, 3
+	l, _, ps := scriptedLoop(t, cfg, [][]float64{{1, 0, 0}, {0, 0.25, 0.75}}, in)
+	var kept []int // skill 1's kept iterations before the current one
+	for k := 1; k <= 10; k++ {
+		before := len(ps[1].rehearsed)
+		if _, err := l.Iterate(); err != nil {
+			t.Fatal(err)
+		}
+		steps := ps[1].rehearsed[before:]
+		if want := min(len(kept), 1) * cfg.RehearsalSteps; len(steps) != want {
+			t.Fatalf("iteration %d: %d rehearsal steps, want %d", k, len(steps), want)
+		}
+		for r, step := range steps {
+			// The scripted encoder's latents are (iteration, r_0).
+			want := kept[((k-1)*cfg.RehearsalSteps+r)%len(kept)]
+			if int(step.z[0]) != want || len(step.rows) != cfg.RehearsalRows {
+				t.Errorf("iteration %d, step %d: latent of iteration %v with %d rows, want iteration %d's with %d",
+					k, r, step.z[0], len(step.rows), want, cfg.RehearsalRows)
+			}
+			// Polyak's first step (alpha 1) replaces the Dirichlet start by
+			// skill 1's weights, which are 0 on row 0 and 1:3 on rows 1 and 2.
+			counts := make([]int, 3)
+			for _, row := range step.rows {
+				counts[row]++
+			}
+			if !slices.Equal(counts, []int{0, 2, 6}) {
+				t.Errorf("iteration %d: rehearsal of iteration %d draws rows 0, 1, 2 %v times, want [0 2 6]", k, want, counts)
+			}
+		}
+		kept = kept[:0]
+		stride := snapshotStride(k, cfg.RehearsalKeep)
+		for _, snap := range l.State().Snapshots {
+			if snap.Skill == 1 {
+				kept = append(kept, snap.Iteration)
+			}
+		}
+		var want []int
+		for it := stride; it <= k; it += stride {
+			want = append(want, it)
+		}
+		if !slices.Equal(kept, want) || len(kept) > cfg.RehearsalKeep {
+			t.Fatalf("after iteration %d skill 1 keeps iterations %v, want %v", k, kept, want)
+		}
+	}
+	if got := len(ps[0].rehearsed); got != 9*cfg.RehearsalSteps {
+		t.Errorf("skill 0 took %d rehearsal steps in 10 iterations, want %d", got, 9*cfg.RehearsalSteps)
+	}
+
+	cfg.RehearsalSteps = 0
+	off, _, offPolicies := scriptedLoop(t, cfg, [][]float64{{1, 0, 0}, {0, 0.25, 0.75}}, in)
+	for range 5 {
+		if _, err := off.Iterate(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(offPolicies[0].rehearsed); n != 0 || len(off.State().Snapshots) != 0 {
+		t.Errorf("rehearsal off: %d rehearsal steps, %d snapshots", n, len(off.State().Snapshots))
 	}
 }

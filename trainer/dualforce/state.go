@@ -12,8 +12,8 @@ import (
 )
 
 // State is everything the loop itself changes: the iteration count, the
-// multipliers, every skill's Polyak-averaged weights and the stored
-// latents. The skills' learners and encoders keep their own state; a run
+// multipliers, every skill's Polyak-averaged weights, the stored latents
+// and the rehearsal snapshots (every skill's, in skill order). The skills' learners and encoders keep their own state; a run
 // checkpoints both, and a Loop built by New with the same inputs and learners
 // in their saved states continues, after Restore, exactly as the saved one.
 type State struct {
@@ -21,6 +21,7 @@ type State struct {
 	Mu        []float64
 	Weights   [][]float64
 	Latents   []Latent
+	Snapshots []Snapshot
 }
 
 // ErrState reports a State that does not fit the loop.
@@ -31,6 +32,12 @@ func (l *Loop) State() State {
 	s := State{Iteration: l.k, Mu: slices.Clone(l.mu), Latents: cloneLatents(l.latents)}
 	for _, p := range l.w {
 		s.Weights = append(s.Weights, slices.Clone(p.W))
+	}
+	for _, snaps := range l.snapshots {
+		for _, snap := range snaps {
+			snap.Rows = slices.Clone(snap.Rows)
+			s.Snapshots = append(s.Snapshots, snap)
+		}
 	}
 	return s
 }
@@ -80,11 +87,48 @@ func (l *Loop) Restore(s State) error {
 			return fmt.Errorf("%w: latent %d: %w", ErrState, k, err)
 		}
 	}
-	l.k, l.mu, l.latents = s.Iteration, slices.Clone(s.Mu), cloneLatents(s.Latents)
+	snapshots, err := l.checkSnapshots(s.Iteration, s.Snapshots)
+	if err != nil {
+		return err
+	}
+	l.k, l.mu, l.latents, l.snapshots = s.Iteration, slices.Clone(s.Mu), cloneLatents(s.Latents), snapshots
 	for i, w := range s.Weights {
 		l.w[i].K, l.w[i].W = s.Iteration, slices.Clone(w)
 	}
 	return nil
+}
+
+// checkSnapshots checks that snaps are the rehearsal snapshots this
+// loop keeps after iteration k (each skill's multiples of the stride, of
+// RehearsalRows rows of the set; none without rehearsal) and returns them
+// by skill, copied.
+func (l *Loop) checkSnapshots(k int, snaps []Snapshot) ([][]Snapshot, error) {
+	ns := len(l.skills)
+	bySkill := make([][]Snapshot, ns)
+	want := 0
+	stride := 1
+	if l.cfg.RehearsalSteps > 0 {
+		stride = snapshotStride(k, l.cfg.RehearsalKeep)
+		want = k / stride
+	}
+	if len(snaps) != ns*want {
+		return nil, fmt.Errorf("%w: %d rehearsal snapshots after iteration %d, want %d", ErrState, len(snaps), k, ns*want)
+	}
+	for j, snap := range snaps {
+		i, it := j/want, (j%want+1)*stride
+		if snap.Skill != i || snap.Iteration != it || len(snap.Rows) != l.cfg.RehearsalRows {
+			return nil, fmt.Errorf("%w: rehearsal snapshot %d is skill %d's of iteration %d with %d rows, want skill %d's of iteration %d with %d",
+				ErrState, j, snap.Skill, snap.Iteration, len(snap.Rows), i, it, l.cfg.RehearsalRows)
+		}
+		for _, r := range snap.Rows {
+			if r < 0 || int(r) >= l.n {
+				return nil, fmt.Errorf("%w: rehearsal snapshot %d holds row %d of a set of %d", ErrState, j, r, l.n)
+			}
+		}
+		snap.Rows = slices.Clone(snap.Rows)
+		bySkill[i] = append(bySkill[i], snap)
+	}
+	return bySkill, nil
 }
 
 // Names of the arrays a State is stored as (Arrays). Per-skill weights are
@@ -98,6 +142,11 @@ const (
 	ArrayConstraint = "latents.phi"
 	ArrayPsi        = "latents.offline_psi"
 	ArrayZ          = "latents.z"
+	// The rehearsal snapshots: their skill and iteration, and their rows
+	// one snapshot after the other.
+	ArraySnapshotSkill     = "rehearsal.skill"
+	ArraySnapshotIteration = "rehearsal.iteration"
+	ArraySnapshotRows      = "rehearsal.rows"
 )
 
 // Arrays lays the state out as named arrays for a checkpoint: float64
@@ -119,6 +168,16 @@ func (s State) Arrays() (f32 map[string][]float32, f64 map[string][]float64) {
 		f64[ArrayConstraint] = append(f64[ArrayConstraint], lat.Constraint)
 		f32[ArrayPsi] = append(f32[ArrayPsi], lat.Psi...)
 		f32[ArrayZ] = append(f32[ArrayZ], lat.Z...)
+	}
+	for _, name := range []string{ArraySnapshotSkill, ArraySnapshotIteration, ArraySnapshotRows} {
+		f64[name] = []float64{}
+	}
+	for _, snap := range s.Snapshots {
+		f64[ArraySnapshotSkill] = append(f64[ArraySnapshotSkill], float64(snap.Skill))
+		f64[ArraySnapshotIteration] = append(f64[ArraySnapshotIteration], float64(snap.Iteration))
+		for _, r := range snap.Rows {
+			f64[ArraySnapshotRows] = append(f64[ArraySnapshotRows], float64(r))
+		}
 	}
 	return f32, f64
 }
@@ -161,5 +220,27 @@ func StateFromArrays(f32 map[string][]float32, f64 map[string][]float64, iterati
 			Psi: psi[j*featureDim : (j+1)*featureDim], Z: z[j*latentDim : (j+1)*latentDim],
 		})
 	}
+	// Checkpoints of runs without rehearsal may not have these arrays.
+	skill, iter, rows := f64[ArraySnapshotSkill], f64[ArraySnapshotIteration], f64[ArraySnapshotRows]
+	if len(iter) != len(skill) || (len(iter) == 0) != (len(rows) == 0) || (len(iter) > 0 && len(rows)%len(iter) != 0) {
+		return State{}, fmt.Errorf("%w: %d rehearsal snapshots with %d skills and %d rows", ErrState, len(iter), len(skill), len(rows))
+	}
+	for j := range iter {
+		per := len(rows) / len(iter)
+		snap := Snapshot{Skill: exactInt(skill[j]), Iteration: exactInt(iter[j]), Rows: make([]int32, per)}
+		for r, x := range rows[j*per : (j+1)*per] {
+			snap.Rows[r] = int32(exactInt(x))
+		}
+		s.Snapshots = append(s.Snapshots, snap)
+	}
 	return s, nil
+}
+
+// exactInt is x as an int when it is one that fits a row index, else -1
+// (which no check accepts).
+func exactInt(x float64) int {
+	if !(x >= 0 && x <= math.MaxInt32) || x != math.Trunc(x) {
+		return -1
+	}
+	return int(x)
 }

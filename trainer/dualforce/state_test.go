@@ -18,10 +18,14 @@ type toyRun struct {
 	skills []toySkill
 }
 
+// newToyRun builds the toy's loop with rehearsal on, keeping few
+// snapshots so that their stride grows within a short run.
 func newToyRun(t *testing.T, tb *toy) *toyRun {
 	t.Helper()
 	ts, skills := toySkills(t, tb, 3)
-	l, err := New(toyConfig(), tb.in, skills, rand.New(rand.NewPCG(15, 2)))
+	cfg := toyConfig()
+	cfg.RehearsalSteps, cfg.RehearsalRows, cfg.RehearsalKeep = 1, 256, 4
+	l, err := New(cfg, tb.in, skills, rand.New(rand.NewPCG(15, 2)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,14 +88,18 @@ func TestResumeIsBitIdentical(t *testing.T) {
 		t.Fatalf("resumed run differs from the uninterrupted one (iteration %d vs %d, mu %v vs %v)",
 			got.Iteration, want.Iteration, got.Mu, want.Mu)
 	}
-	t.Logf("%d iterations, resumed after %d: %d latents, mu %v, bit-identical", before+after, before, len(got.Latents), got.Mu)
+	t.Logf("%d iterations, resumed after %d: %d latents, %d rehearsal snapshots, mu %v, bit-identical", before+after, before, len(got.Latents), len(got.Snapshots), got.Mu)
 }
 
 func TestRestoreRefusesStatesThatDoNotFit(t *testing.T) {
 	in := Inputs{Phi: []float32{-1, 0, 2}, PhiDim: 1, RE: []float32{0.5, -1, 1}}
-	l, _, _ := scriptedLoop(t, DefaultConfig(), [][]float64{{1, 0, 0}, {0, 1, 0}}, in)
-	if _, err := l.Iterate(); err != nil {
-		t.Fatal(err)
+	cfg := DefaultConfig()
+	cfg.RehearsalSteps, cfg.RehearsalRows, cfg.RehearsalKeep = 1, 4, 2
+	l, _, _ := scriptedLoop(t, cfg, [][]float64{{1, 0, 0}, {0, 1, 0}}, in)
+	for range 3 {
+		if _, err := l.Iterate(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	good := l.State()
 	tests := []struct {
@@ -110,6 +118,11 @@ func TestRestoreRefusesStatesThatDoNotFit(t *testing.T) {
 		{"latent sigma above one", func(s *State) { s.Latents[0].Sigma = 1.5 }},
 		{"latent psi of another width", func(s *State) { s.Latents[1].Psi = nil }},
 		{"latent z NaN", func(s *State) { s.Latents[1].Z[0] = float32(math.NaN()) }},
+		{"rehearsal snapshot missing", func(s *State) { s.Snapshots = s.Snapshots[1:] }},
+		{"rehearsal snapshot of another iteration", func(s *State) { s.Snapshots[0].Iteration = 1 }},
+		{"rehearsal snapshots of skills swapped", func(s *State) { s.Snapshots[0].Skill, s.Snapshots[1].Skill = 1, 0 }},
+		{"rehearsal snapshot of another size", func(s *State) { s.Snapshots[1].Rows = s.Snapshots[1].Rows[:3] }},
+		{"rehearsal row outside the set", func(s *State) { s.Snapshots[1].Rows[2] = 3 }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -144,7 +157,9 @@ func TestSkillsSideBySideAreDeterministic(t *testing.T) {
 
 func TestStateArraysRoundTrip(t *testing.T) {
 	in := Inputs{Phi: []float32{-1, 0, 2}, PhiDim: 1, RE: []float32{0.5, -1, 1}}
-	l, _, _ := scriptedLoop(t, DefaultConfig(), [][]float64{{1, 0, 0}, {0, 1, 0}}, in)
+	cfg := DefaultConfig()
+	cfg.RehearsalSteps, cfg.RehearsalRows, cfg.RehearsalKeep = 1, 4, 2
+	l, _, _ := scriptedLoop(t, cfg, [][]float64{{1, 0, 0}, {0, 1, 0}}, in)
 	for range 3 {
 		if _, err := l.Iterate(); err != nil {
 			t.Fatal(err)
@@ -155,6 +170,9 @@ func TestStateArraysRoundTrip(t *testing.T) {
 	back, err := StateFromArrays(f32, f64, 3, 2, 2, 1)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(s.Snapshots) != 2*1 {
+		t.Fatalf("%d rehearsal snapshots after 3 iterations keeping 2 (stride 2), want one per skill", len(s.Snapshots))
 	}
 	if !reflect.DeepEqual(back, s) {
 		t.Fatalf("round trip changed the state:\n got %+v\nwant %+v", back, s)
@@ -170,11 +188,26 @@ func TestStateArraysRoundTrip(t *testing.T) {
 		{"weights of a skill missing", func(_ map[string][]float32, f64 map[string][]float64) { delete(f64, ArrayWeights+"1") }},
 		{"a latent short", func(_ map[string][]float32, f64 map[string][]float64) { f64[ArraySigma] = f64[ArraySigma][1:] }},
 		{"z of another width", func(f32 map[string][]float32, _ map[string][]float64) { f32[ArrayZ] = f32[ArrayZ][:5] }},
+		{"a rehearsal snapshot's skill missing", func(_ map[string][]float32, f64 map[string][]float64) {
+			f64[ArraySnapshotSkill] = f64[ArraySnapshotSkill][1:]
+		}},
+		{"rehearsal rows missing", func(_ map[string][]float32, f64 map[string][]float64) { delete(f64, ArraySnapshotRows) }},
+		{"rehearsal rows not a whole number per snapshot", func(_ map[string][]float32, f64 map[string][]float64) {
+			f64[ArraySnapshotRows] = f64[ArraySnapshotRows][1:]
+		}},
 	} {
 		f32, f64 := s.Arrays()
 		tc.spoil(f32, f64)
 		if _, err := StateFromArrays(f32, f64, 3, 2, 2, 1); !errors.Is(err, ErrState) {
 			t.Errorf("%s: err %v, want ErrState", tc.name, err)
 		}
+	}
+	// A row that is not a whole number reads as one no check accepts.
+	f32, f64 = s.Arrays()
+	f64[ArraySnapshotRows][0] = 0.5
+	if got, err := StateFromArrays(f32, f64, 3, 2, 2, 1); err != nil {
+		t.Fatal(err)
+	} else if err := l.Restore(got); !errors.Is(err, ErrState) {
+		t.Errorf("rehearsal row 0.5: err %v, want ErrState", err)
 	}
 }

@@ -113,6 +113,8 @@ func TestTrainStoresEveryLatentAndResumesBitIdentically(t *testing.T) {
 	d, ck := trainTestData(t)
 	cfg := testTrainConfig(t)
 	cfg.Value.RefreshRows, cfg.Loop.StaleCheckEvery = d.Offline.Len()/3+1, 5
+	// Rehearsal on, keeping 3 snapshots: the checkpoint must carry them, with their stride grown.
+	cfg.Loop.RehearsalSteps, cfg.Loop.RehearsalRows, cfg.Loop.RehearsalKeep = 1, 64, 3
 	in := testInputs(d, ck.Reward)
 	dir := t.TempDir()
 	start := time.Now()

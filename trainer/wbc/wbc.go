@@ -57,6 +57,7 @@ type Learner struct {
 
 	u, logJac  []float32 // unsquashed dataset actions
 	cdf        []float64 // cumulative weights (SetWeights)
+	rows       []int32   // when set, Step draws uniformly among these rows instead (SetRows)
 	tape       nn.Tape[float32]
 	obs, act   []float32
 	jac, unitW []float32
@@ -121,13 +122,58 @@ func (l *Learner) SetWeights(w []float64) error {
 		sum += x
 		l.cdf[i] = sum
 	}
+	l.rows = nil
 	return nil
 }
 
-// draw returns a transition drawn with probability w_i / sum w. u is in
-// (0, total], so the first cumulative sum >= u belongs to a transition of
-// positive weight.
+// SetRows fixes the distribution Step draws from to the uniform one over
+// rows (a row listed twice is drawn twice as often): a sample of some weights,
+// e.g. Resample's, which is far smaller than the weights themselves. The
+// learner keeps rows until the next SetWeights or SetRows. On error the
+// distribution is unchanged.
+func (l *Learner) SetRows(rows []int32) error {
+	if len(rows) == 0 {
+		return fmt.Errorf("%w: no rows to draw from", ErrWeights)
+	}
+	for _, r := range rows {
+		if r < 0 || int(r) >= l.data.Len() {
+			return fmt.Errorf("%w: row %d of a set of %d transitions", ErrWeights, r, l.data.Len())
+		}
+	}
+	l.rows = rows
+	return nil
+}
+
+// Resample draws k rows from the distribution w / sum w by systematic
+// resampling (the k evenly spaced quantiles (j + 1/2) / k of the cumulative
+// weights, no generator): each row appears about k w_i / sum w times, so a
+// uniform draw from them stands in for a draw from w. w must be
+// non-negative and not all zero, as for SetWeights.
+func Resample(w []float64, k int) []int32 {
+	total := 0.0
+	for _, x := range w {
+		total += x
+	}
+	rows := make([]int32, 0, k)
+	cum, i := w[0], 0
+	for j := range k {
+		u := (float64(j) + 0.5) / float64(k) * total
+		for cum < u && i < len(w)-1 {
+			i++
+			cum += w[i]
+		}
+		rows = append(rows, int32(i))
+	}
+	return rows
+}
+
+// draw returns a transition drawn with probability w_i / sum w (or
+// uniformly from the rows of SetRows). u is in (0, total], so the first
+// cumulative sum >= u belongs to a transition of positive weight.
 func (l *Learner) draw() int {
+	if l.rows != nil {
+		return int(l.rows[l.rng.IntN(len(l.rows))])
+	}
 	total := l.cdf[len(l.cdf)-1]
 	u := total * (1 - l.rng.Float64())
 	i, _ := slices.BinarySearch(l.cdf, u)

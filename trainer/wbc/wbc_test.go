@@ -164,6 +164,68 @@ func TestDrawsFollowTheWeights(t *testing.T) {
 		t.Fatal("a negative weight was accepted")
 	}
 	checkDraws("after a refused SetWeights", w)
+
+	// Rows: uniform over the list (row 3 twice), until the next SetWeights;
+	// a refused list leaves the distribution as it was.
+	if err := l.SetRows([]int32{3, 7, 3, 0}); err != nil {
+		t.Fatal(err)
+	}
+	rowsW := []float64{1, 0, 0, 2, 0, 0, 0, 1, 0, 0}
+	checkDraws("after SetRows", rowsW)
+	for _, bad := range [][]int32{nil, {1, 10}, {-1}} {
+		if err := l.SetRows(bad); !errors.Is(err, ErrWeights) {
+			t.Errorf("rows %v: error %v, want ErrWeights", bad, err)
+		}
+	}
+	checkDraws("after a refused SetRows", rowsW)
+	if err := l.SetWeights(w); err != nil {
+		t.Fatal(err)
+	}
+	checkDraws("after SetRows and SetWeights", w)
+}
+
+// TestResampleFollowsTheWeights: each row appears k w_i / sum w times,
+// rounded one way or the other (systematic resampling), rows of zero weight
+// never, the first and last rows included.
+func TestResampleFollowsTheWeights(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	for _, c := range []struct {
+		name string
+		w    []float64
+		k    int
+	}{
+		{"exact", []float64{0, 1, 3, 0, 4}, 8},
+		{"first and last", []float64{2, 0, 0, 0, 2}, 5},
+		{"one row", []float64{0, 0, 7, 0}, 3},
+		{"random", func() []float64 {
+			w := make([]float64, 1000)
+			for i := range w {
+				if rng.IntN(3) > 0 {
+					w[i] = rng.ExpFloat64()
+				}
+			}
+			return w
+		}(), 4096},
+	} {
+		rows := Resample(c.w, c.k)
+		if len(rows) != c.k {
+			t.Fatalf("%s: %d rows, want %d", c.name, len(rows), c.k)
+		}
+		counts := make([]int, len(c.w))
+		for _, r := range rows {
+			counts[r]++
+		}
+		total := 0.0
+		for _, x := range c.w {
+			total += x
+		}
+		for i, n := range counts {
+			want := float64(c.k) * c.w[i] / total
+			if math.Abs(float64(n)-want) >= 1 || (c.w[i] == 0 && n != 0) {
+				t.Errorf("%s: row %d appears %d times, want %.2f", c.name, i, n, want)
+			}
+		}
+	}
 }
 
 // TestRestoreContinuesBitIdentically: 6 steps straight and 3 + restore + 3,
