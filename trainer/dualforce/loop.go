@@ -104,9 +104,14 @@ type Config struct {
 // five policy steps per iteration: the paper's Algorithm 1 takes one of
 // each, but the SMODICE-expert walks for every seed only with five (issue
 // 12's measurements), and every skill of Dual-Force rests on the same
-// value and policy learners.
+// value and policy learners. Three rehearsal steps on samples of 4,096 rows
+// of up to 64 earlier iterations (ours): on the 125,000-transition
+// locomotion set (seed 1, 1,000 iterations) 18 of 30 evaluated latents
+// passed the 50%-of-SMODICE-expert filter with them, 4 of 30 without, for
+// about 4% more time per iteration.
 func DefaultConfig() Config {
-	return Config{L0: 6, Eps: 4, MuInit: 0, MuLR: 0.1, MinAlpha: 0.05, ValueSteps: 5, PolicySteps: 5, RehearsalRows: 4096, RehearsalKeep: 64}
+	return Config{L0: 6, Eps: 4, MuInit: 0, MuLR: 0.1, MinAlpha: 0.05, ValueSteps: 5, PolicySteps: 5,
+		RehearsalSteps: 3, RehearsalRows: 4096, RehearsalKeep: 64}
 }
 
 // ErrConfig reports an unusable configuration or inputs that do not fit
