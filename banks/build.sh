@@ -26,10 +26,11 @@ task=${1:?usage: banks/build.sh locomotion|navigation}
 # locomotion latents; 12 navigation latents, each in four worlds, with standardised observations
 # clamped to +-5: the fences are walls the data never show, and the bank keeps the clip).
 case $task in
-# The shipped banks' Dual-Force runs predate absorbing falls and judged checkpoints by default:
-# --absorbing-falls=false --check-rollouts 0 (the bank is the last iteration's).
-locomotion) scale=test df_flags=(--absorbing-falls=false --check-rollouts 0) eval_flags=(--max-latents 30) ;;
-navigation) scale=small df_flags=(--hidden 128 --iters 1000 --absorbing-falls=false --check-rollouts 0) eval_flags=(--max-latents 12 --fences --obs-clip 5) ;;
+# The shipped banks' Dual-Force runs predate absorbing falls, judged checkpoints and rehearsal
+# by default: --absorbing-falls=false --check-rollouts 0 (the bank is the last iteration's)
+# --rehearsal-steps 0.
+locomotion) scale=test df_flags=(--absorbing-falls=false --check-rollouts 0 --rehearsal-steps 0) eval_flags=(--max-latents 30) ;;
+navigation) scale=small df_flags=(--hidden 128 --iters 1000 --absorbing-falls=false --check-rollouts 0 --rehearsal-steps 0) eval_flags=(--max-latents 12 --fences --obs-clip 5) ;;
 *) echo "banks/build.sh: unknown task $task (locomotion or navigation)" >&2; exit 2 ;;
 esac
 work=${BANK_WORK:-out/banks}/$task
