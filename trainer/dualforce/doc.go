@@ -5,6 +5,10 @@
 // expert by bounded Lagrange multipliers on the imitation constraint. Every
 // latent z_i^k a skill is trained under is stored with its skill, iteration,
 // sigmoid(mu_i), constraint estimate phi_i and offline successor features.
+// Since the bank offers every one of them to the robot, each skill's policy
+// also rehearses (ours, Config.RehearsalSteps): extra steps on a spread of
+// its earlier latents with samples of their iterations' weights, so that it
+// still acts on the latents it met long ago.
 //
 // The VdW pieces are pure functions of the successor features (vdw.go; the
 // nearest skills and the bounded multipliers, which DOI uses too, are
