@@ -12,6 +12,7 @@ import (
 	"github.com/dualforce/dualforce/trainer/nn"
 	"github.com/dualforce/dualforce/trainer/prep"
 	"github.com/dualforce/dualforce/trainer/skillset"
+	"github.com/dualforce/dualforce/trainer/wbc"
 )
 
 // benchSet is random data of the locomotion shapes (48 observations, 12
@@ -58,7 +59,7 @@ func benchSet(n int) (*dataset.Offline, Inputs) {
 // (1,244,751 transitions), and splits it: "vdw" is the loop's own work for
 // all skills (successor features, nearest skills, rewards, constraint
 // estimates), "skill" one skill's learner work per iteration (its value
-// steps, the whole-set weight pass, its policy steps). The FRE encoder is a
+// steps, the whole-set weight pass, its policy steps, its rehearsal steps). The FRE encoder is a
 // stand-in here (the real one adds m subset passes of its transformer per
 // skill). Where the defaults refresh V on one block of the set per
 // iteration (dice.ValueConfig.RefreshRows: the paper-scale set), the
@@ -128,7 +129,8 @@ func benchmarkIteration(b *testing.B, n, refreshRows int) {
 	})
 	b.Run("skill", func(b *testing.B) {
 		s := ts[0]
-		var value, weights, policy time.Duration
+		rows := wbc.Resample(loop.Weights(0), cfg.RehearsalRows)
+		var value, weights, policy, rehearsal time.Duration
 		for b.Loop() {
 			t0 := time.Now()
 			for range cfg.ValueSteps {
@@ -149,11 +151,19 @@ func benchmarkIteration(b *testing.B, n, refreshRows int) {
 				s.policy.Step()
 			}
 			t3 := time.Now()
-			value, weights, policy = value+t1.Sub(t0), weights+t2.Sub(t1), policy+t3.Sub(t2)
+			for range cfg.RehearsalSteps {
+				if err := s.policy.SetRows(rows); err != nil {
+					b.Fatal(err)
+				}
+				s.policy.Step()
+			}
+			t4 := time.Now()
+			value, weights, policy, rehearsal = value+t1.Sub(t0), weights+t2.Sub(t1), policy+t3.Sub(t2), rehearsal+t4.Sub(t3)
 		}
-		per := func(d time.Duration) float64 { return float64(d.Milliseconds()) / float64(b.N) }
+		per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N) }
 		b.ReportMetric(per(value), "value-ms")
 		b.ReportMetric(per(weights), "weights-ms")
 		b.ReportMetric(per(policy), "policy-ms")
+		b.ReportMetric(per(rehearsal), "rehearsal-ms")
 	})
 }
