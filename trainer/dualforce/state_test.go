@@ -91,7 +91,10 @@ func TestResumeIsBitIdentical(t *testing.T) {
 	t.Logf("%d iterations, resumed after %d: %d latents, %d rehearsal snapshots, mu %v, bit-identical", before+after, before, len(got.Latents), len(got.Snapshots), got.Mu)
 }
 
-func TestRestoreRefusesStatesThatDoNotFit(t *testing.T) {
+// rehearsingScriptedLoop is a scripted loop of two skills after three
+// iterations, rehearsing with two snapshots kept (stride 2: one each).
+func rehearsingScriptedLoop(t *testing.T) *Loop {
+	t.Helper()
 	in := Inputs{Phi: []float32{-1, 0, 2}, PhiDim: 1, RE: []float32{0.5, -1, 1}}
 	cfg := DefaultConfig()
 	cfg.RehearsalSteps, cfg.RehearsalRows, cfg.RehearsalKeep = 1, 4, 2
@@ -101,6 +104,11 @@ func TestRestoreRefusesStatesThatDoNotFit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return l
+}
+
+func TestRestoreRefusesStatesThatDoNotFit(t *testing.T) {
+	l := rehearsingScriptedLoop(t)
 	good := l.State()
 	tests := []struct {
 		name  string
@@ -156,15 +164,7 @@ func TestSkillsSideBySideAreDeterministic(t *testing.T) {
 }
 
 func TestStateArraysRoundTrip(t *testing.T) {
-	in := Inputs{Phi: []float32{-1, 0, 2}, PhiDim: 1, RE: []float32{0.5, -1, 1}}
-	cfg := DefaultConfig()
-	cfg.RehearsalSteps, cfg.RehearsalRows, cfg.RehearsalKeep = 1, 4, 2
-	l, _, _ := scriptedLoop(t, cfg, [][]float64{{1, 0, 0}, {0, 1, 0}}, in)
-	for range 3 {
-		if _, err := l.Iterate(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	l := rehearsingScriptedLoop(t)
 	s := l.State()
 	f32, f64 := s.Arrays()
 	back, err := StateFromArrays(f32, f64, 3, 2, 2, 1)
