@@ -58,9 +58,9 @@ Each iteration's weights cover the whole offline set. On sets of more than --ref
 transitions the pass re-evaluates V on one block of that many rows in turn and reuses the
 other rows' values from earlier iterations (ours; on the paper-scale locomotion set an
 iteration takes 0.75 s instead of 4.2 s on two quiet cores (BenchmarkIteration), the whole
-run with its checks 28-33 minutes instead of more than 2 hours); every 100 iterations it measures the total variation distance
-between those weights and exact ones (stale_tv in metrics.jsonl; 0.02-0.83, median 0.10, in
-the runs of seeds 1 and 2 with the default flags).
+run with its checks 28-33 minutes instead of more than 2 hours); every 100 iterations it
+measures the total variation distance between those weights and exact ones (stale_tv in
+metrics.jsonl; 0.02-0.83, median 0.10, in the runs of seeds 1 and 2 with the default flags).
 --refresh-rows 0 evaluates every row every iteration.
 
 Falls are absorbing by default, as in train smodice (--absorbing-falls=false for the spec's

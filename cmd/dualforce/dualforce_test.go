@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"os"
@@ -125,6 +126,19 @@ func TestTrainDualForce(t *testing.T) {
 	}
 	if code, _, stderr := dualforce(slices.Concat(tiny, []string{"--out", refused, "--beta-clip", "-1"})...); code != 2 || !strings.Contains(stderr, "--beta-clip") {
 		t.Errorf("--beta-clip -1: exit %d, %s", code, stderr)
+	}
+	// Without rehearsal steps the run keeps no rehearsal sizes: its configuration is that of
+	// runs from before rehearsal, which therefore resume.
+	noRehearsal := filepath.Join(dir, "no-rehearsal")
+	mustRun(t, slices.Concat(tiny, []string{"--out", noRehearsal, "--iters", "1", "--rehearsal-steps", "0"})...)
+	if ck, err = checkpoint.Read(filepath.Join(noRehearsal, trainrun.CheckpointFile)); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(ck.Config, &saved); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(saved.Config, []byte("rehearsal")) {
+		t.Errorf("--rehearsal-steps 0: the stored configuration names rehearsal: %s", saved.Config)
 	}
 	if code, _, stderr := dualforce(slices.Concat(tiny, []string{"--out", refused, "--rehearsal-rows", "0"})...); code != 2 || !strings.Contains(stderr, "--rehearsal-rows") {
 		t.Errorf("--rehearsal-rows 0: exit %d, %s", code, stderr)

@@ -13,9 +13,10 @@ import (
 
 // State is everything the loop itself changes: the iteration count, the
 // multipliers, every skill's Polyak-averaged weights, the stored latents
-// and the rehearsal snapshots (every skill's, in skill order). The skills' learners and encoders keep their own state; a run
-// checkpoints both, and a Loop built by New with the same inputs and learners
-// in their saved states continues, after Restore, exactly as the saved one.
+// and the rehearsal snapshots (every skill's, in skill order). The skills'
+// learners and encoders keep their own state; a run checkpoints both, and a
+// Loop built by New with the same inputs and learners in their saved states
+// continues, after Restore, exactly as the saved one.
 type State struct {
 	Iteration int
 	Mu        []float64

@@ -140,6 +140,11 @@ func Train(ctx context.Context, d *prep.Data, in TrainInputs, cfg TrainConfig, o
 		return nil, fmt.Errorf("%w: %d imitation rewards for %d transitions", ErrConfig, len(in.RE), d.Offline.Len())
 	}
 	cfg.Value.Latent, cfg.Policy.Latent = in.LatentDim, in.LatentDim
+	if cfg.Loop.RehearsalSteps == 0 {
+		// The sizes mean nothing then; dropped, the configuration is that of
+		// runs from before rehearsal, which therefore still resume.
+		cfg.Loop.RehearsalRows, cfg.Loop.RehearsalKeep = 0, 0
+	}
 	// Everything is built, and every input checked, before the run
 	// directory is touched.
 	t := &trainer{d: d, cfg: cfg, rE: in.RE, bankFRE: in.BankFRE}
