@@ -345,17 +345,14 @@ func TestRehearsalKeepsAnEvenSpreadOfEarlierLatents(t *testing.T) {
 			}
 		}
 		kept = kept[:0]
-		stride := snapshotStride(k, cfg.RehearsalKeep)
 		for _, snap := range l.State().Snapshots {
 			if snap.Skill == 1 {
 				kept = append(kept, snap.Iteration)
 			}
 		}
-		var want []int
-		for it := stride; it <= k; it += stride {
-			want = append(want, it)
-		}
-		if !slices.Equal(kept, want) || len(kept) > cfg.RehearsalKeep {
+		// Keeping 3: stride 1 up to iteration 3, 2 up to 7, then 4.
+		want := [][]int{{1}, {1, 2}, {1, 2, 3}, {2, 4}, {2, 4}, {2, 4, 6}, {2, 4, 6}, {4, 8}, {4, 8}, {4, 8}}[k-1]
+		if !slices.Equal(kept, want) {
 			t.Fatalf("after iteration %d skill 1 keeps iterations %v, want %v", k, kept, want)
 		}
 	}
