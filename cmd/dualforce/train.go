@@ -40,7 +40,8 @@ Methods:
 const trainSMODICEUsage = `Usage: dualforce train smodice --offline FILE [--expert FILE] --out DIR [flags]
 
 Trains the SMODICE-expert policy and writes into DIR:
-  disc.json        the discriminator's held-out accuracy and logit range
+  disc.json        the discriminator's held-out accuracy and logit range, and the mean r_E of
+                   each behaviour of the dataset (withheld labels, a diagnostic)
   metrics.jsonl    one JSON line per DICE iteration (losses, effective sample size, largest
                    weight, KL estimate, constraint, expert mass, weight by behaviour,
                    discriminator accuracy, seconds); the expert and behaviour labels are the

@@ -136,6 +136,21 @@ func (b *Behaviours) Mass(w []float64) []float64 {
 	return mass
 }
 
+// MeanOf returns the mean of x (one value per transition) over each behaviour's
+// transitions, in the order of Names; NaN for a behaviour without any.
+func (b *Behaviours) MeanOf(x []float32) []float64 {
+	sum := make([]float64, len(b.Names))
+	count := make([]int, len(b.Names))
+	for i, m := range b.Of {
+		sum[m] += float64(x[i])
+		count[m]++
+	}
+	for k := range sum {
+		sum[k] /= float64(count[k]) // 0/0 is NaN: no transitions
+	}
+	return sum
+}
+
 // Share returns each behaviour's share of the transitions, in the order of Names.
 func (b *Behaviours) Share() []float64 {
 	share := make([]float64, len(b.Names))

@@ -191,13 +191,17 @@ func TestPrepareStandardises(t *testing.T) {
 	}
 }
 
-func TestBehaviourMassAndShare(t *testing.T) {
+func TestBehaviourMassShareAndMean(t *testing.T) {
 	b := &Behaviours{Names: []string{"expert", "random", "drift"}, Of: []int32{0, 1, 1, 0, 1}}
 	if err := b.check(5); err != nil {
 		t.Fatal(err)
 	}
 	mass := b.Mass([]float64{0.4, 0.1, 0.1, 0.3, 0.1})
 	share := b.Share()
+	mean := b.MeanOf([]float32{1, -2, -4, 3, 0})
+	if mean[0] != 2 || mean[1] != -2 || !math.IsNaN(mean[2]) {
+		t.Errorf("means %v, want [2 -2 NaN]", mean)
+	}
 	for k, want := range [][2]float64{{0.7, 0.4}, {0.3, 0.6}, {0, 0}} {
 		if math.Abs(mass[k]-want[0]) > 1e-12 || math.Abs(share[k]-want[1]) > 1e-12 {
 			t.Errorf("%s: mass %v share %v, want %v", b.Names[k], mass[k], share[k], want)

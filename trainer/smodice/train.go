@@ -206,6 +206,15 @@ func Train(ctx context.Context, d *prep.Data, cfg Config, opt Options) (*Checkpo
 	return l.ck, nil
 }
 
+// DiscReport is what DiscFile holds: the discriminator's report and, when
+// the dataset has withheld behaviour labels, the mean r_E over each
+// behaviour's transitions (a diagnostic: which behaviours the reward tells
+// from the expert; training never reads the labels).
+type DiscReport struct {
+	disc.Report
+	RewardByBehaviour map[string]metrics.Num `json:"reward_by_behaviour,omitempty"`
+}
+
 // pretrain trains the discriminator, writes its report and returns the
 // first checkpoint (without learner state).
 func pretrain(ctx context.Context, d *prep.Data, cfg Config, opt run.Options) (*Checkpoint, error) {
@@ -221,10 +230,17 @@ func pretrain(ctx context.Context, d *prep.Data, cfg Config, opt run.Options) (*
 	log.Info("discriminator", "held_out_accuracy", rep.HeldOutAccuracy, "expert_accuracy", rep.HeldOutExpertAccuracy,
 		"offline_accuracy", rep.HeldOutOfflineAccuracy, "logit_min", rep.LogitMin, "logit_max", rep.LogitMax,
 		"clipped_fraction", rep.ClippedFraction)
+	file := DiscReport{Report: rep}
+	if b := d.Behaviours; b != nil {
+		file.RewardByBehaviour = make(map[string]metrics.Num, len(b.Names))
+		for k, m := range b.MeanOf(r.R) {
+			file.RewardByBehaviour[b.Names[k]] = metrics.Num(m)
+		}
+	}
 	err = skills.WriteFileAtomic(filepath.Join(opt.Dir, DiscFile), 0o644, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return enc.Encode(file)
 	})
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package smodice
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
 	"os"
@@ -116,6 +117,25 @@ func TestTrainEndToEnd(t *testing.T) {
 	for _, f := range []string{run.CheckpointFile, run.MetricsFile, DiscFile, LossesPlot, ESSPlot, KLPlot} {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
 			t.Errorf("run file %s: %v", f, err)
+		}
+	}
+	// disc.json names each behaviour's mean reward: the expert's above the
+	// behaviours the discriminator learnt to tell from it.
+	var file DiscReport
+	if raw, err := os.ReadFile(filepath.Join(dir, DiscFile)); err != nil {
+		t.Fatal(err)
+	} else if err := json.Unmarshal(raw, &file); err != nil {
+		t.Fatal(err)
+	}
+	byMode := file.RewardByBehaviour
+	t.Logf("mean r_E by behaviour: %v", byMode)
+	if len(byMode) != len(d.Behaviours.Names) || file.HeldOutAccuracy != rep.HeldOutAccuracy {
+		t.Errorf("disc.json: %+v, want the report and the %d behaviours %v", file, len(d.Behaviours.Names), d.Behaviours.Names)
+	}
+	expertName := d.Behaviours.Names[d.Behaviours.Of[slices.Index(d.IsExpert, true)]]
+	for name, r := range byMode {
+		if name != expertName && !(r < byMode[expertName]) {
+			t.Errorf("mean r_E of %s %.3f, not below the expert's (%s) %.3f", name, r, expertName, byMode[expertName])
 		}
 	}
 	back, err := Read(filepath.Join(dir, run.CheckpointFile))
