@@ -160,7 +160,7 @@ type Obstacle struct {
 	// counts as blocked; 0 turns the progress check off.
 	StallAfter   time.Duration `yaml:"stall_after"`
 	MinProgressM float64       `yaml:"min_progress_m"` // m closer to the goal that counts as progress
-	GoalRadiusM  float64       `yaml:"goal_radius_m"`  // within this distance of the goal, standing still is arrival
+	GoalRadiusM  float64       `yaml:"goal_radius_m"`  // once within this distance of the goal, no stall until the next goal
 }
 
 // Navigation is what a navigation bank's skills run to before an operator sends a goal.

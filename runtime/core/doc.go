@@ -15,7 +15,7 @@
 // within a distance). And a navigation skill gives way by itself when its route is blocked -- a
 // wall in the height map on that side of the line from where the run began to the goal (blocked
 // routes are remembered until the next goal or run), or no progress towards the goal for a
-// while -- to the clear-route latent
+// while before it first comes within the goal radius -- to the clear-route latent
 // with the best measured success in the matching fenced world, then the farthest in successor-
 // feature space; never under a fault, at most once per cooldown, each switch an event saying what
 // was blocked, which latents were weighed and why the chosen one. What evaluation measured per

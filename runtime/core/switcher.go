@@ -26,8 +26,9 @@ type SwitchConfig struct {
 	StallAfter time.Duration
 	// MinProgress is how much closer to the goal (m) counts as progress.
 	MinProgress float64
-	// GoalRadius is the distance to the goal (m) within which standing still is arrival, not a
-	// stall.
+	// GoalRadius is the distance to the goal (m) within which the robot has arrived: from then
+	// until the next goal or run no progress is not a stall (a skill that does not stop walks on
+	// past the goal; its route is not blocked for that).
 	GoalRadius float64
 }
 
@@ -151,10 +152,12 @@ type Switcher struct {
 	routeSet    bool
 	origin, dir [2]float64
 	seen        corebus.Routes
-	// Progress towards the goal: the closest distance so far and when it was reached.
+	// Progress towards the goal: the closest distance so far and when it was reached, and
+	// whether the robot has come within GoalRadius of this goal.
 	tracking   bool
 	closest    float64
 	progressAt time.Duration
+	arrived    bool
 }
 
 // corridor is the half width (m) of the band along the line to the goal whose walls block the
@@ -179,7 +182,7 @@ func (s *Switcher) restartProgress() { s.tracking = false }
 
 // newRoute forgets the route and what blocked it: a new goal or run.
 func (s *Switcher) newRoute() {
-	s.routeSet, s.seen = false, 0
+	s.routeSet, s.seen, s.arrived = false, 0, false
 	s.restartProgress()
 }
 
@@ -192,13 +195,14 @@ type where struct {
 
 func (w *where) distance() float64 { return math.Hypot(w.GoalX-w.X, w.GoalY-w.Y) }
 
-// stalled records the distance to the goal and reports whether the robot has not come
-// MinProgress closer for StallAfter.
+// stalled records the distance to the goal and reports whether the robot, not yet arrived,
+// has not come MinProgress closer for StallAfter.
 func (s *Switcher) stalled(now time.Duration, dist float64) bool {
 	if !s.tracking || dist < s.closest-s.cfg.MinProgress {
 		s.tracking, s.closest, s.progressAt = true, dist, now
 	}
-	return s.cfg.StallAfter > 0 && dist > s.cfg.GoalRadius && now-s.progressAt >= s.cfg.StallAfter
+	s.arrived = s.arrived || dist <= s.cfg.GoalRadius
+	return s.cfg.StallAfter > 0 && !s.arrived && now-s.progressAt >= s.cfg.StallAfter
 }
 
 // setRoute fixes the route's line from where the base is now towards the goal; with the goal
