@@ -195,12 +195,12 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	statsDone := make(chan struct{})
 	go func() {
 		defer close(statsDone)
-		logStats(runCtx, log, srv, o.statsEvery)
+		logStats(runCtx, log, srv, layout, o.statsEvery)
 	}()
 	err = srv.Run(runCtx)
 	cancel()
 	<-statsDone
-	logStatus(log, "final statistics", srv.Status())
+	logStatus(log, "final statistics", srv.Status(), layout)
 	if err != nil {
 		return err
 	}
@@ -226,7 +226,7 @@ func openLink(o *options) (link.Conn, string, error) {
 	return u, u.Addr().String(), nil
 }
 
-func logStats(ctx context.Context, log *slog.Logger, srv *robotboard.Server, every time.Duration) {
+func logStats(ctx context.Context, log *slog.Logger, srv *robotboard.Server, layout *worlds.Layout, every time.Duration) {
 	if every == 0 {
 		<-ctx.Done()
 		return
@@ -238,12 +238,14 @@ func logStats(ctx context.Context, log *slog.Logger, srv *robotboard.Server, eve
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			logStatus(log, "statistics", srv.Status())
+			logStatus(log, "statistics", srv.Status(), layout)
 		}
 	}
 }
 
-func logStatus(log *slog.Logger, msg string, st robotboard.Status) {
+// logStatus logs the board's statistics and where the robot is: in a world with a goal, how far
+// from it and whether it is within the goal's radius (what evaluation counts as reached).
+func logStatus(log *slog.Logger, msg string, st robotboard.Status, layout *worlds.Layout) {
 	attrs := []any{
 		"ticks", st.BoardTicks, "missed_ticks", st.MissedTicks,
 		"lateness_p50", st.LatenessP50, "lateness_p99", st.LatenessP99, "lateness_max", st.LatenessMax,
@@ -251,6 +253,11 @@ func logStatus(log *slog.Logger, msg string, st robotboard.Status) {
 		"frames_in", st.FramesIn, "frames_out", st.FramesOut, "malformed", st.Malformed,
 		"perception_sent", st.PerceptionSent, "perception_errors", st.PerceptionErrors,
 		"base_height_m", fmt.Sprintf("%.3f", st.Truth.Pos[2]), "fell", st.Truth.Fell,
+		"base_xy_m", fmt.Sprintf("%.2f,%.2f", st.Truth.Pos[0], st.Truth.Pos[1]),
+	}
+	if layout != nil && layout.Goal != nil {
+		d := math.Hypot(layout.Goal.X-st.Truth.Pos[0], layout.Goal.Y-st.Truth.Pos[1])
+		attrs = append(attrs, "goal_distance_m", fmt.Sprintf("%.2f", d), "at_goal", d <= layout.Goal.Radius)
 	}
 	if st.Err != nil {
 		attrs = append(attrs, "physics_error", st.Err)

@@ -174,7 +174,7 @@ func TestServesAHost(t *testing.T) {
 				t.Fatal(err)
 			}
 			out := logs.String()
-			for _, want := range []string{"msg=statistics", `msg="final statistics"`, "board=ACTIVE_CONTROL", `msg="shut down cleanly"`, "world=obstacle"} {
+			for _, want := range []string{"msg=statistics", `msg="final statistics"`, "board=ACTIVE_CONTROL", `msg="shut down cleanly"`, "world=obstacle", "base_xy_m=", "goal_distance_m=", "at_goal=false"} {
 				if !strings.Contains(out, want) {
 					t.Errorf("log lacks %s:\n%s", want, out)
 				}
