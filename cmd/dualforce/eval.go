@@ -46,8 +46,9 @@ even subsample of a large bank: equal shares per skill, spread over iterations. 
 the latents instead: indices (3,17,40) or "best", the one the runtime starts with (the highest
 return an earlier evaluation measured among latents that passed its filter); with --switching,
 the end-to-end check of the runtime on an evaluated bank: every switch the core makes is kept
-in eval.json (when, where, from and to which latent, what was blocked, why that one) and the
-summary says how many rollouts switched and how those ended.
+in eval.json (when, where, from and to which latent, what was blocked, why that one), as is
+every time a route was blocked with no measured latent to switch to (nowhere_to_go), and the
+summary says how many rollouts switched, how those ended, and how many had nowhere to go.
 
 Every rollout is also described on ground truth: mean base height, forward, lateral and yaw
 velocity, time to the goal, the route past the box. A locomotion latent is tagged low, middle or
@@ -284,7 +285,7 @@ func printWorldGoalRates(w io.Writer, res *eval.Result, runs []eval.WorldRun) {
 	}
 	for i, s := range res.Subjects {
 		for _, r := range runs {
-			if sw := r.Switches[i]; sw.Switches > 0 {
+			if sw := r.Switches[i]; sw.Switches > 0 || sw.NowhereToGo > 0 {
 				fmt.Fprintf(w, "%-24s %s: ", s.Label, r.World)
 				printSwitches(w, sw, res.Rollouts)
 			}
@@ -294,8 +295,8 @@ func printWorldGoalRates(w io.Writer, res *eval.Result, runs []eval.WorldRun) {
 
 // printSwitches is one latent's switching in one world, for the --switching summaries.
 func printSwitches(w io.Writer, sw eval.SwitchSummary, rollouts int) {
-	fmt.Fprintf(w, "switched in %d of %d rollouts (%d switches: obstacle %d, no progress %d); of those rollouts %d reached the goal, %d fell\n",
-		sw.Rollouts, rollouts, sw.Switches, sw.Obstacle, sw.NoProgress, sw.Goal, sw.Fell)
+	fmt.Fprintf(w, "switched in %d of %d rollouts (%d switches: obstacle %d, no progress %d); of those rollouts %d reached the goal, %d fell; blocked with no latent to switch to in %d\n",
+		sw.Rollouts, rollouts, sw.Switches, sw.Obstacle, sw.NoProgress, sw.Goal, sw.Fell, sw.NowhereToGo)
 }
 
 func printEval(w io.Writer, res *eval.Result) {
@@ -315,7 +316,7 @@ func printEval(w io.Writer, res *eval.Result) {
 			fmt.Fprintf(w, "%-24s routes past the box: left %d, right %d, over %d of %d rollouts\n", "",
 				s.Routes[behave.RouteLeft], s.Routes[behave.RouteRight], s.Routes[behave.RouteOver], len(s.Rollouts))
 		}
-		if sw := eval.SummariseSwitches(s.Rollouts); sw.Switches > 0 {
+		if sw := eval.SummariseSwitches(s.Rollouts); sw.Switches > 0 || sw.NowhereToGo > 0 {
 			fmt.Fprintf(w, "%-24s ", "")
 			printSwitches(w, sw, len(s.Rollouts))
 		}

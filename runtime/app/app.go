@@ -566,6 +566,10 @@ func appendEvent(buf []byte, e *corebus.Event) []byte {
 		buf = append(buf, `,"to":`...)
 		buf = strconv.AppendInt(buf, int64(e.To.Index), 10)
 		buf = appendSwitchReport(buf, &e.Switch)
+	case corebus.EventRouteBlocked:
+		buf = append(buf, `,"from":`...)
+		buf = strconv.AppendInt(buf, int64(e.From.Index), 10)
+		buf = appendSwitchReport(buf, &e.Switch)
 	case corebus.EventCommandDone:
 		buf = append(buf, `,"ok":`...)
 		buf = strconv.AppendBool(buf, e.OK)

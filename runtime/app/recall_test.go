@@ -73,17 +73,21 @@ func TestRecallByRewardOverMQTT(t *testing.T) {
 	}
 }
 
-// The flight recorder's event line of an automatic switch says why; of a recall, which latent.
+// The flight recorder's event line of an automatic switch says why; of a blocked route with
+// nowhere to go, which skill and what blocked it; of a recall, which latent.
 func TestAppendEventExplainsSwitchesAndRecalls(t *testing.T) {
 	sw := corebus.Event{Kind: corebus.EventSkillSwitch, Reason: "obstacle blocks the current skill's route", To: corebus.ActiveSkill{Source: corebus.SkillBank, Index: 2},
 		Switch: corebus.SwitchReport{Trigger: corebus.TriggerObstacle, World: "obstacle_fence_left", Considered: 2, Chosen: "highest measured success in the matching world"}}
 	sw.Switch.Candidates[0].Index, sw.Switch.Candidates[1].Index = 2, 0
+	stuck := corebus.Event{Kind: corebus.EventRouteBlocked, Reason: "nowhere to go", From: corebus.ActiveSkill{Source: corebus.SkillBank, Index: 3},
+		Switch: corebus.SwitchReport{Trigger: corebus.TriggerNoProgress, World: "obstacle_fenced"}}
 	done := corebus.Event{Kind: corebus.EventCommandDone, OK: true, Recalled: corebus.RecallResult{Valid: true, Index: 1}}
 	for _, tc := range []struct {
 		ev   corebus.Event
 		want string
 	}{
 		{sw, `{"kind":"skill_switch","reason":"obstacle blocks the current skill's route","to":2,"trigger":"obstacle","world":"obstacle_fence_left","candidates":[2,0],"chosen":"highest measured success in the matching world"}` + "\n"},
+		{stuck, `{"kind":"route_blocked","reason":"nowhere to go","from":3,"trigger":"no_progress","world":"obstacle_fenced","candidates":[],"chosen":""}` + "\n"},
 		{done, `{"kind":"command_done","ok":true,"recalled":1}` + "\n"},
 	} {
 		if got := string(appendEvent(nil, &tc.ev)); got != tc.want {

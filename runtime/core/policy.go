@@ -65,8 +65,12 @@ func (c *Core) autoSwitch(now time.Duration, w where, hm *[skills.HeightMapPoint
 	if c.fault != "" {
 		return
 	}
-	to, ok := c.switcher.next(now, c.bank.measured, len(c.bank.Bank.Latents), c.active, hm, &w, &c.report)
-	if !ok {
+	to, outcome := c.switcher.next(now, c.bank.measured, len(c.bank.Bank.Latents), c.active, hm, &w, &c.report)
+	switch outcome {
+	case keepSkill:
+		return
+	case noCandidate:
+		c.emit(corebus.Event{Kind: corebus.EventRouteBlocked, From: c.active, Reason: reasonNoCandidate, Switch: c.report})
 		return
 	}
 	from := c.active

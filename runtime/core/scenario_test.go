@@ -384,6 +384,10 @@ func describe(ev *corebus.Event) string {
 			}
 		}
 		return s
+	case corebus.EventRouteBlocked:
+		r := &ev.Switch
+		return fmt.Sprintf("route_blocked %s reason=%q\n          trigger=%s blocked=%v world=%s considered=%d",
+			skillName(ev.From), ev.Reason, r.Trigger, r.Blocked.Names(), r.World, r.Considered)
 	case corebus.EventCommandDone:
 		s := fmt.Sprintf("command_done %s id=%s ok=%v", ev.Command.Kind, ev.Command.ID, ev.OK)
 		if ev.Reason != "" {

@@ -126,12 +126,22 @@ func MatchingWorld(blocked corebus.Routes) string {
 
 // Why a candidate won, as reported in SwitchReport.Chosen.
 const (
-	chosenSuccess    = "highest measured success in the matching world"
-	chosenSuccessTie = "tied on measured success: farthest in SF space from the stuck skill"
-	chosenDistance   = "no success measured: farthest in SF space from the stuck skill"
-	chosenBankOrder  = "nothing measured: first clear route in bank order"
-	reasonObstacle   = "obstacle blocks the current skill's route"
-	reasonNoProgress = "no progress towards the goal: the current skill's route counts as blocked"
+	chosenSuccess     = "highest measured success in the matching world"
+	chosenSuccessTie  = "tied on measured success: farthest in SF space from the stuck skill"
+	chosenDistance    = "no success measured: farthest in SF space from the stuck skill"
+	chosenBankOrder   = "nothing measured: first clear route in bank order"
+	reasonObstacle    = "obstacle blocks the current skill's route"
+	reasonNoProgress  = "no progress towards the goal: the current skill's route counts as blocked"
+	reasonNoCandidate = "the current skill's route is blocked and no latent that passed evaluation is measured on a clear route: the skill keeps running"
+)
+
+// switchOutcome is what next decided.
+type switchOutcome uint8
+
+const (
+	keepSkill   switchOutcome = iota // nothing blocks the running skill (or a cooldown runs)
+	switchSkill                      // give way to the returned latent
+	noCandidate                      // blocked, with nowhere to go: reported once per blocked set
 )
 
 // Switcher picks a skill whose route is clear when the running one's is blocked.
@@ -158,6 +168,10 @@ type Switcher struct {
 	closest    float64
 	progressAt time.Duration
 	arrived    bool
+	// The blocked routes last reported with no candidate (reported: since the last switch,
+	// goal or run), so that a robot stuck for a while reports it once, not every cooldown.
+	reported        bool
+	reportedBlocked corebus.Routes
 }
 
 // corridor is the half width (m) of the band along the line to the goal whose walls block the
@@ -182,7 +196,7 @@ func (s *Switcher) restartProgress() { s.tracking = false }
 
 // newRoute forgets the route and what blocked it: a new goal or run.
 func (s *Switcher) newRoute() {
-	s.routeSet, s.seen, s.arrived = false, 0, false
+	s.routeSet, s.seen, s.arrived, s.reported = false, 0, false, false
 	s.restartProgress()
 }
 
@@ -245,11 +259,12 @@ func (s *Switcher) blocked(hm *[skills.HeightMapPoints]float32, w *where) corebu
 }
 
 // next decides whether the running bank skill gives way, and to which latent. The report says
-// what was blocked, what was weighed, and why the winner.
+// what was blocked, what was weighed, and why the winner; with no candidate (noCandidate, once
+// per blocked set) what was blocked.
 func (s *Switcher) next(now time.Duration, m Measured, latents int, active corebus.ActiveSkill,
-	hm *[skills.HeightMapPoints]float32, w *where, rep *corebus.SwitchReport) (int, bool) {
+	hm *[skills.HeightMapPoints]float32, w *where, rep *corebus.SwitchReport) (int, switchOutcome) {
 	if !s.cfg.Enabled || active.Source != corebus.SkillBank {
-		return 0, false
+		return 0, keepSkill
 	}
 	if !s.routeSet {
 		s.setRoute(w)
@@ -257,7 +272,7 @@ func (s *Switcher) next(now time.Duration, m Measured, latents int, active coreb
 	s.seen |= s.blocked(hm, w)
 	stalled := s.stalled(now, w.distance())
 	if s.armed && now-s.last < s.cfg.Cooldown {
-		return 0, false
+		return 0, keepSkill
 	}
 	cur := m.Route(active.Index)
 	switch {
@@ -267,7 +282,7 @@ func (s *Switcher) next(now time.Duration, m Measured, latents int, active coreb
 		rep.Trigger = corebus.TriggerNoProgress
 		s.seen |= cur
 	default:
-		return 0, false
+		return 0, keepSkill
 	}
 	blocked := s.seen
 	rep.Blocked, rep.World = blocked, MatchingWorld(blocked)
@@ -287,16 +302,20 @@ func (s *Switcher) next(now time.Duration, m Measured, latents int, active coreb
 		}
 		insertRanked(rep, cand)
 	}
-	if rep.Considered == 0 {
-		// Nothing to switch to: try again after a cooldown rather than on every policy tick.
-		s.last, s.armed = now, true
-		s.restartProgress()
-		return 0, false
-	}
-	rep.Chosen = whyChosen(rep)
 	s.last, s.armed = now, true
 	s.restartProgress()
-	return int(rep.Candidates[0].Index), true
+	if rep.Considered == 0 {
+		// Nothing to switch to: try again after a cooldown rather than on every policy tick, and
+		// say so when what is blocked has changed.
+		if s.reported && s.reportedBlocked == blocked {
+			return 0, keepSkill
+		}
+		s.reported, s.reportedBlocked = true, blocked
+		return 0, noCandidate
+	}
+	rep.Chosen = whyChosen(rep)
+	s.reported = false
+	return int(rep.Candidates[0].Index), switchSkill
 }
 
 // better ranks a over b: higher measured success, then farther from the stuck skill in SF

@@ -17,9 +17,13 @@ const (
 	EventSkillSwitch  // From -> To, Reason says why (operator, fault, dead-man, ...)
 	EventModeChange   // the mode became Mode; Reason says why
 	EventBankLoad     // loading BankPath finished: OK, or not with Reason
+	// EventRouteBlocked: the running skill From's route is blocked (Switch says what blocked
+	// it) but no latent is measured on a clear route, so it keeps running; reported once per
+	// set of blocked routes.
+	EventRouteBlocked
 )
 
-var eventNames = [...]string{"none", "command_done", "fault", "fault_cleared", "skill_switch", "mode_change", "bank_load"}
+var eventNames = [...]string{"none", "command_done", "fault", "fault_cleared", "skill_switch", "mode_change", "bank_load", "route_blocked"}
 
 func (k EventKind) String() string {
 	if int(k) < len(eventNames) {
@@ -48,7 +52,8 @@ type Event struct {
 	From, To ActiveSkill
 	Mode     Mode
 	BankPath string
-	// Switch explains a switch the core made on its own (EventSkillSwitch with Switch.Trigger set).
+	// Switch explains a switch the core made on its own (EventSkillSwitch with Switch.Trigger
+	// set), or what blocked the running skill with nowhere to go (EventRouteBlocked).
 	Switch SwitchReport
 	// Recalled is the outcome of a recall command (EventCommandDone of KindRecall, and the
 	// EventSkillSwitch it caused).

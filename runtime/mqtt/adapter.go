@@ -429,6 +429,9 @@ func (a *Adapter) publishCoreEvent(client paho.Client, ev *corebus.Event, st *lo
 		if ev.Recalled.Valid {
 			out.Recall = recalled(&ev.Recalled, cat)
 		}
+	case corebus.EventRouteBlocked:
+		out.From = skillRef(ev.From, cat)
+		out.Switch = switchWhy(&ev.Switch)
 	case corebus.EventModeChange:
 		out.Mode = ev.Mode.String()
 	case corebus.EventBankLoad:

@@ -91,6 +91,11 @@ func TestEmbeddedOperatorSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen("state/mode run", TopicMode, has(`"mode":"run"`))
+	// A blocked route with nowhere to switch to: which skill, and what blocked it.
+	core.events.Offer(corebus.Event{Kind: corebus.EventRouteBlocked, Reason: "nowhere to go",
+		From:   corebus.ActiveSkill{Source: corebus.SkillBank, Index: 1},
+		Switch: corebus.SwitchReport{Trigger: corebus.TriggerNoProgress, Blocked: corebus.RouteLeft | corebus.RouteRight | corebus.RouteOver, World: "obstacle_fenced"}})
+	seen("route_blocked event", TopicEvents, has(`"type":"route_blocked"`, `"from":{"index":1,"name":"bound"`, `"blocked":["left","right","over"]`, `"considered":0`))
 	if reply, err := op.Goal(ctx, 2, -0.5, 0.25); err != nil || !reply.OK {
 		t.Fatalf("goal: reply %+v, err %v", reply, err)
 	}

@@ -23,7 +23,9 @@
 // and applied at its next policy tick; the core's outcome becomes the reply.
 // A recall's reply names the skill chosen and its score (the bank's features)
 // or distance (FRE encoding); a switch the runtime makes by itself carries, on
-// events, what was blocked, the candidates weighed and why the chosen one.
+// events, what was blocked, the candidates weighed and why the chosen one; a
+// blocked route with no measured skill to switch to is a route_blocked event
+// (the running skill and what blocked it), once per set of blocked routes.
 // MQTT 3.1.1 limits what "retained" can mean: a broker clears the retain
 // flag when it passes a message on live, so only a stored copy, delivered
 // when the robot subscribes, can be recognised and refused.

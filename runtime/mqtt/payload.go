@@ -185,6 +185,7 @@ const (
 	EventSkillSwitch     = "skill_switch"
 	EventModeChange      = "mode_change"
 	EventBankLoad        = "bank_load"
+	EventRouteBlocked    = "route_blocked" // the running skill's route is blocked, with nowhere to switch to
 	EventDeadman         = "deadman"
 	EventReconnected     = "reconnected"
 )

@@ -52,6 +52,9 @@ type Rollout struct {
 	Path *Path `json:"path,omitempty"`
 	// Switches are the skill switches the core made by itself (Config.Switching), in order.
 	Switches []Switch `json:"switches,omitempty"`
+	// NowhereToGo are the times the core found the running skill's route blocked and no latent
+	// measured on a clear route (corebus.EventRouteBlocked; To is From, Considered 0).
+	NowhereToGo []Switch `json:"nowhere_to_go,omitempty"`
 	// Trace holds the per-policy-tick series when Config.Traces is set.
 	Trace *Trace `json:"-"`
 }
@@ -90,6 +93,7 @@ type SwitchSummary struct {
 	Switches             int
 	Obstacle, NoProgress int // switches by trigger
 	Goal, Fell           int // of the rollouts with a switch: reached the goal, fell
+	NowhereToGo          int // rollouts whose route was blocked with no latent to switch to
 }
 
 // SummariseSwitches counts the switches recorded in rollouts.
@@ -97,6 +101,9 @@ func SummariseSwitches(rollouts []Rollout) SwitchSummary {
 	var s SwitchSummary
 	for k := range rollouts {
 		ro := &rollouts[k]
+		if len(ro.NowhereToGo) > 0 {
+			s.NowhereToGo++
+		}
 		if len(ro.Switches) == 0 {
 			continue
 		}
@@ -172,8 +179,11 @@ func (j *job) run(ctx context.Context) (ro Rollout, err error) {
 		st := behave.StateOf(&base, t.Time.Seconds())
 		// The core switches skills at policy ticks, the ticks RunSkill visits.
 		for k := range t.Out.Events {
-			if ev := &t.Out.Events[k]; ev.Kind == corebus.EventSkillSwitch && ev.Switch.Trigger != corebus.TriggerNone {
+			switch ev := &t.Out.Events[k]; {
+			case ev.Kind == corebus.EventSkillSwitch && ev.Switch.Trigger != corebus.TriggerNone:
 				ro.Switches = append(ro.Switches, switchOf(ev, &st))
+			case ev.Kind == corebus.EventRouteBlocked:
+				ro.NowhereToGo = append(ro.NowhereToGo, switchOf(ev, &st))
 			}
 		}
 		if rec.state(&st, t.Fault, steps) {
@@ -301,9 +311,13 @@ func (r *recorder) act(obs []float32, est [3]float64) error {
 
 // switchOf is the record of a switch the core reported at state s.
 func switchOf(ev *corebus.Event, s *behave.State) Switch {
+	to := ev.To.Index
+	if ev.Kind == corebus.EventRouteBlocked {
+		to = ev.From.Index
+	}
 	return Switch{
 		Time: s.Time, Pos: [2]float64{s.Pos[0], s.Pos[1]},
-		From: ev.From.Index, To: ev.To.Index,
+		From: ev.From.Index, To: to,
 		Trigger: ev.Switch.Trigger.String(), Blocked: ev.Switch.Blocked.Names(),
 		World: ev.Switch.World, Considered: ev.Switch.Considered, Chosen: ev.Switch.Chosen,
 	}

@@ -110,9 +110,10 @@ func TestHundredForcedSwitchesDoNotFell(t *testing.T) {
 // With switching on, a rollout records each switch the core made by itself: a standing skill
 // tagged "right" makes no progress in the world fenced on the right, the core gives up on it
 // after the stall time and runs the skill tagged "left", and the rollout says when, from which
-// latent to which, and why.
+// latent to which, and why. The "left" skill stands too: after another stall both routes are
+// blocked, and the rollout records that the core had nowhere to go.
 func TestSwitchingRolloutRecordsTheSwitch(t *testing.T) {
-	bank, cfg := stillNavigation(t, 1, 5)
+	bank, cfg := stillNavigation(t, 1, 7.5)
 	var still [skills.NumJoints]float32
 	two := skillstest.ConstantSlots(t, bank.Contract, still, still)
 	two.Latents[0].Info.Tags, two.Latents[1].Info.Tags = []string{"right"}, []string{"left"}
@@ -134,10 +135,10 @@ func TestSwitchingRolloutRecordsTheSwitch(t *testing.T) {
 		if n := runs[0].Switches[0].Switches; (n > 0) != on {
 			t.Fatalf("switching %v: the fence experiment counted %d switches", on, n)
 		}
-		got := res.Subjects[0].Rollouts[0].Switches
+		got, stuck := res.Subjects[0].Rollouts[0].Switches, res.Subjects[0].Rollouts[0].NowhereToGo
 		if !on {
-			if len(got) != 0 {
-				t.Fatalf("switching off: %d switches recorded: %+v", len(got), got)
+			if len(got) != 0 || len(stuck) != 0 {
+				t.Fatalf("switching off: %d switches and %d blocked routes recorded: %+v %+v", len(got), len(stuck), got, stuck)
 			}
 			continue
 		}
@@ -146,13 +147,17 @@ func TestSwitchingRolloutRecordsTheSwitch(t *testing.T) {
 		}
 		sw := got[0]
 		t.Logf("first switch: %+v", sw)
-		if sum := SummariseSwitches(res.Subjects[0].Rollouts); sum.Rollouts != 1 || sum.Switches != len(got) || sum.NoProgress == 0 || sum.Goal != 0 {
+		if sum := SummariseSwitches(res.Subjects[0].Rollouts); sum.Rollouts != 1 || sum.Switches != 1 || sum.NoProgress != 1 || sum.Goal != 0 || sum.NowhereToGo != 1 {
 			t.Errorf("summary %+v of %d switches by the standing robot", sum, len(got))
 		}
 		stall := core.DefaultSwitchConfig().StallAfter.Seconds()
 		if sw.From != 0 || sw.To != 1 || sw.Trigger != corebus.TriggerNoProgress.String() || !slices.Contains(sw.Blocked, "right") ||
 			sw.World != core.WorldFenceRight || sw.Considered != 1 || sw.Chosen == "" || sw.Time < stall || sw.Time > stall+0.5 {
 			t.Fatalf("first switch %+v: want latent 0 -> 1 on no_progress after about %v s, right blocked, ranked in %s, 1 candidate, a reason", sw, stall, core.WorldFenceRight)
+		}
+		if len(stuck) != 1 || stuck[0].From != 1 || stuck[0].To != 1 || stuck[0].Considered != 0 ||
+			!slices.Contains(stuck[0].Blocked, "left") || !slices.Contains(stuck[0].Blocked, "right") || stuck[0].Time < 2*stall {
+			t.Fatalf("blocked with nowhere to go: %+v; want once, latent 1 staying, left and right blocked, after two stalls", stuck)
 		}
 	}
 }
