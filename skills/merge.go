@@ -88,3 +88,38 @@ func compatible(first, b *Bank, contract []byte) error {
 	}
 	return nil
 }
+
+// KeepSlots returns a copy of b holding only the given slots, in that order, and the latents
+// of those slots pointing at them (the others are dropped): the skills of a run worth keeping,
+// for a merged bank that must stay small. slots must name each slot of b at most once.
+func (b *Bank) KeepSlots(slots []int) (*Bank, error) {
+	if len(slots) == 0 {
+		return nil, errors.New("skills: keeping no slot")
+	}
+	at := make([]int, len(b.Slots)) // new index + 1 of each old slot; 0: dropped
+	for i, s := range slots {
+		switch {
+		case s < 0 || s >= len(b.Slots):
+			return nil, fmt.Errorf("skills: slot %d: the bank has slots 0-%d", s, len(b.Slots)-1)
+		case at[s] != 0:
+			return nil, fmt.Errorf("skills: slot %d named twice", s)
+		}
+		at[s] = i + 1
+	}
+	kept := *b
+	kept.Slots = make([]Slot, len(slots))
+	for i, s := range slots {
+		kept.Slots[i] = b.Slots[s]
+	}
+	kept.Latents = nil
+	for _, l := range b.Latents {
+		if n := at[l.Info.Skill]; n != 0 {
+			l.Info.Skill = n - 1
+			kept.Latents = append(kept.Latents, l)
+		}
+	}
+	if err := kept.Validate(); err != nil {
+		return nil, fmt.Errorf("skills: bank of slots %v: %w", slots, err)
+	}
+	return &kept, nil
+}

@@ -109,3 +109,44 @@ func TestMergeRefuses(t *testing.T) {
 		})
 	}
 }
+
+// KeepSlots keeps the named slots in the order named, with their latents pointing at them, and
+// refuses an empty, out-of-range or repeated list.
+func TestKeepSlots(t *testing.T) {
+	c := skillstest.Navigation(t)
+	var a0, a1, a2 [skills.NumJoints]float32
+	a0[0], a1[0], a2[0] = 0.1, 0.2, 0.3
+	b := skillstest.ConstantSlots(t, c, a0, a1, a2)
+	kept, err := b.KeepSlots([]int{2, 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kept.Slots) != 2 || len(kept.Latents) != 2 || len(b.Slots) != 3 || len(b.Latents) != 3 {
+		t.Fatalf("kept %d slots, %d latents; source %d, %d", len(kept.Slots), len(kept.Latents), len(b.Slots), len(b.Latents))
+	}
+	for i, want := range []struct {
+		name  string
+		skill int
+	}{{"constant0", 1}, {"constant2", 0}} {
+		if l := kept.Latents[i].Info; l.Name != want.name || l.Skill != want.skill {
+			t.Errorf("latent %d: %q of slot %d, want %q of slot %d", i, l.Name, l.Skill, want.name, want.skill)
+		}
+	}
+	last := func(s skills.Slot) float32 { return s.Policy.Layers[len(s.Policy.Layers)-1].B[0] }
+	if last(kept.Slots[0]) != last(b.Slots[2]) || last(kept.Slots[1]) != last(b.Slots[0]) {
+		t.Error("the kept slots are not the source's slots 2 and 0")
+	}
+	for _, tc := range []struct {
+		slots []int
+		want  string
+	}{
+		{nil, "keeping no slot"},
+		{[]int{3}, "slot 3: the bank has slots 0-2"},
+		{[]int{-1}, "slot -1"},
+		{[]int{1, 1}, "slot 1 named twice"},
+	} {
+		if _, err := b.KeepSlots(tc.slots); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("KeepSlots(%v): %v, want %q", tc.slots, err, tc.want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -64,12 +65,15 @@ func runBankInspect(_ context.Context, args []string, stdout, stderr io.Writer) 
 	return writeBankSummary(stdout, b, *top)
 }
 
-const bankMergeUsage = `Usage: dualforce bank merge --out FILE <bank.npz> <bank.npz>...
+const bankMergeUsage = `Usage: dualforce bank merge --out FILE <bank.npz>[:SLOTS] <bank.npz>[:SLOTS]...
 
 Writes one bank holding every slot and latent of the given banks, in order: skills trained by
 different runs on one data set (several seeds, a Dual-Force run and a SMODICE-expert, behaviour
 clones) side by side, for the runtime to start with, switch between and recall by what they
-were measured to do. The banks must share their contract (layout, normaliser, feature
+were measured to do. A bank named as FILE:SLOTS (comma-separated slot indices, e.g.
+run2.npz:1 or run1.npz:0,2) gives only those slots and their latents, in that order: the
+skills of each run worth keeping, so that the merged bank stays small (a Dual-Force bank of
+the paper-scale navigation set is 3.5 MB, two of them 5.8 MB). The banks must share their contract (layout, normaliser, feature
 projection, gains, rates: trained on the same data set) and latent width, and carry the same FRE
 encoder or none.
 
@@ -98,10 +102,19 @@ func runBankMerge(_ context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	banks := make([]*skills.Bank, fs.NArg())
 	labels := make([]string, fs.NArg())
-	for i, path := range fs.Args() {
+	for i, arg := range fs.Args() {
+		path, slots, err := parseBankSlots(arg)
+		if err != nil {
+			return err
+		}
 		b, err := skills.ReadBank(path)
 		if err != nil {
 			return err
+		}
+		if slots != nil {
+			if b, err = b.KeepSlots(slots); err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
 		}
 		banks[i], labels[i] = b, strings.TrimSuffix(filepath.Base(path), ".npz")
 	}
@@ -114,6 +127,24 @@ func runBankMerge(_ context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fmt.Fprintf(stdout, "bank: %s\n", *out)
 	return writeBankSummary(stdout, merged, 0)
+}
+
+// parseBankSlots splits a bank merge argument FILE[:SLOTS]: a suffix of a colon and
+// comma-separated digits names slots (nil: all); any other colon belongs to the file name.
+func parseBankSlots(arg string) (path string, slots []int, err error) {
+	i := strings.LastIndexByte(arg, ':')
+	list := arg[i+1:]
+	if i < 0 || strings.Trim(list, "0123456789,") != "" {
+		return arg, nil, nil
+	}
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			return "", nil, usagef("%s: slots %q: want comma-separated slot indices", arg, list)
+		}
+		slots = append(slots, n)
+	}
+	return arg[:i], slots, nil
 }
 
 // mergeProducer is the producer of a merged bank.

@@ -167,12 +167,26 @@ func TestBankMerge(t *testing.T) {
 		}
 	}
 
+	// FILE:SLOTS takes only those slots of a bank, in that order.
+	out = in("picked.npz")
+	mustRun(t, "bank", "merge", "--out", out, in("one.npz"), in("two.npz")+":1")
+	picked, err := skills.ReadBank(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(picked.Slots) != 2 || len(picked.Latents) != 2 || picked.Latents[1].Info.Name != "constant1" || picked.Latents[1].Info.Skill != 1 {
+		t.Fatalf("one.npz + two.npz:1: %d slots, %d latents, the second %+v", len(picked.Slots), len(picked.Latents), picked.Latents[1].Info)
+	}
+
 	for _, tc := range []struct {
 		name string
 		args []string
 		want string
 	}{
 		{"incompatible", []string{"--out", in("bad.npz"), in("one.npz"), in("loco.npz")}, "different contracts"},
+		{"slot out of range", []string{"--out", in("bad.npz"), in("one.npz"), in("two.npz") + ":2"}, "slot 2: the bank has slots 0-1"},
+		{"slot twice", []string{"--out", in("bad.npz"), in("one.npz"), in("two.npz") + ":0,0"}, "slot 0 named twice"},
+		{"empty slot list", []string{"--out", in("bad.npz"), in("one.npz"), in("two.npz") + ":1,"}, "want comma-separated slot indices"},
 		{"one bank", []string{"--out", in("bad.npz"), in("one.npz")}, "two or more banks"},
 		{"no out", []string{in("one.npz"), in("two.npz")}, "--out is required"},
 		{"missing bank", []string{"--out", in("bad.npz"), in("one.npz"), in("none.npz")}, "none.npz"},
