@@ -31,7 +31,7 @@ task=${1:?usage: banks/build.sh locomotion|navigation}
 # the small set's expert is too thin to reach the goal from), every training step with its
 # defaults: the SMODICE-expert (its discriminator's r_E for FRE and Dual-Force, its bank the
 # evaluation's baseline and filter), the FRE, Dual-Force. Measured on two quiet cores: collect
-# 5 min, SMODICE 90 min, FRE 33 min, Dual-Force 40 min, evaluation 8 min; about three hours.
+# 5 min, SMODICE 90 min, FRE 33 min, Dual-Force 36 min, evaluation 5 min; about three hours.
 #
 # Evaluation: 30 rollouts per latent of an even subsample over skills and iterations (30
 # locomotion latents; 15 navigation latents, each in four worlds, with standardised observations

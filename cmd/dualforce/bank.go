@@ -73,9 +73,9 @@ clones) side by side, for the runtime to start with, switch between and recall b
 were measured to do. A bank named as FILE:SLOTS (comma-separated slot indices, e.g.
 run2.npz:1 or run1.npz:0,2) gives only those slots and their latents, in that order: the
 skills of each run worth keeping, so that the merged bank stays small (a Dual-Force bank of
-the paper-scale navigation set is 3.5 MB, two of them 5.8 MB). The banks must share their contract (layout, normaliser, feature
-projection, gains, rates: trained on the same data set) and latent width, and carry the same FRE
-encoder or none.
+the paper-scale navigation set is 3.5 MB, two of them 5.8 MB). The banks must share their
+contract (layout, normaliser, feature projection, gains, rates: trained on the same data set)
+and latent width, and carry the same FRE encoder or none.
 
 The merged bank is unevaluated: each source was judged against its own filter and rollouts, so
 online returns and successor features, filter results and goal rates are dropped (tags are kept;

@@ -285,7 +285,7 @@ func printWorldGoalRates(w io.Writer, res *eval.Result, runs []eval.WorldRun) {
 	}
 	for i, s := range res.Subjects {
 		for _, r := range runs {
-			if sw := r.Switches[i]; sw.Switches > 0 || sw.NowhereToGo > 0 {
+			if sw := r.Switches[i]; !sw.Empty() {
 				fmt.Fprintf(w, "%-24s %s: ", s.Label, r.World)
 				printSwitches(w, sw, res.Rollouts)
 			}
@@ -316,7 +316,7 @@ func printEval(w io.Writer, res *eval.Result) {
 			fmt.Fprintf(w, "%-24s routes past the box: left %d, right %d, over %d of %d rollouts\n", "",
 				s.Routes[behave.RouteLeft], s.Routes[behave.RouteRight], s.Routes[behave.RouteOver], len(s.Rollouts))
 		}
-		if sw := eval.SummariseSwitches(s.Rollouts); sw.Switches > 0 || sw.NowhereToGo > 0 {
+		if sw := eval.SummariseSwitches(s.Rollouts); !sw.Empty() {
 			fmt.Fprintf(w, "%-24s ", "")
 			printSwitches(w, sw, len(s.Rollouts))
 		}

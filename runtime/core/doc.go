@@ -19,9 +19,9 @@
 // with the best measured success in the matching fenced world, then the farthest in successor-
 // feature space; never under a fault, at most once per cooldown, each switch an event saying what
 // was blocked, which latents were weighed and why the chosen one (with no candidate, an
-// EventRouteBlocked once per set of blocked routes, and the skill keeps running). What evaluation measured per
-// latent reaches the core through the Measured interface, the FRE encoder through RewardEncoder
-// (the bank's own by default); a reward is FRE-encoded when its command is offered, in the
+// EventRouteBlocked once per set of blocked routes, and the skill keeps running). What
+// evaluation measured per latent reaches the core through the Measured interface, the FRE
+// encoder through RewardEncoder (the bank's own by default); a reward is FRE-encoded when its command is offered, in the
 // offering goroutine, because an encode takes milliseconds.
 //
 // The safety supervisor latches like odri_control_interface and more: joint position and velocity

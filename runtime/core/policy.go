@@ -70,7 +70,7 @@ func (c *Core) autoSwitch(now time.Duration, w where, hm *[skills.HeightMapPoint
 	case keepSkill:
 		return
 	case noCandidate:
-		c.emit(corebus.Event{Kind: corebus.EventRouteBlocked, From: c.active, Reason: reasonNoCandidate, Switch: c.report})
+		c.emit(corebus.Event{Kind: corebus.EventRouteBlocked, From: c.active, To: c.active, Reason: reasonNoCandidate, Switch: c.report})
 		return
 	}
 	from := c.active

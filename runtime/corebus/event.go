@@ -18,8 +18,8 @@ const (
 	EventModeChange   // the mode became Mode; Reason says why
 	EventBankLoad     // loading BankPath finished: OK, or not with Reason
 	// EventRouteBlocked: the running skill From's route is blocked (Switch says what blocked
-	// it) but no latent is measured on a clear route, so it keeps running; reported once per
-	// set of blocked routes.
+	// it) but no latent is measured on a clear route, so it keeps running (To is From);
+	// reported once per set of blocked routes.
 	EventRouteBlocked
 )
 

@@ -96,6 +96,9 @@ type SwitchSummary struct {
 	NowhereToGo          int // rollouts whose route was blocked with no latent to switch to
 }
 
+// Empty reports that the core neither switched nor found itself with nowhere to go.
+func (s SwitchSummary) Empty() bool { return s.Switches == 0 && s.NowhereToGo == 0 }
+
 // SummariseSwitches counts the switches recorded in rollouts.
 func SummariseSwitches(rollouts []Rollout) SwitchSummary {
 	var s SwitchSummary
@@ -311,13 +314,9 @@ func (r *recorder) act(obs []float32, est [3]float64) error {
 
 // switchOf is the record of a switch the core reported at state s.
 func switchOf(ev *corebus.Event, s *behave.State) Switch {
-	to := ev.To.Index
-	if ev.Kind == corebus.EventRouteBlocked {
-		to = ev.From.Index
-	}
 	return Switch{
 		Time: s.Time, Pos: [2]float64{s.Pos[0], s.Pos[1]},
-		From: ev.From.Index, To: to,
+		From: ev.From.Index, To: ev.To.Index,
 		Trigger: ev.Switch.Trigger.String(), Blocked: ev.Switch.Blocked.Names(),
 		World: ev.Switch.World, Considered: ev.Switch.Considered, Chosen: ev.Switch.Chosen,
 	}
