@@ -299,6 +299,9 @@ func printSwitches(w io.Writer, sw eval.SwitchSummary, rollouts int) {
 		sw.Rollouts, rollouts, sw.Switches, sw.Obstacle, sw.NoProgress, sw.Goal, sw.Fell, sw.NowhereToGo)
 }
 
+// nearMiss is how close (m) to the goal's edge a miss must end to be counted as stopping short.
+const nearMiss = 0.3
+
 func printEval(w io.Writer, res *eval.Result) {
 	fmt.Fprintf(w, "%s in %s: %d rollouts of %.1f s per latent, seed %d\n", res.Task, res.World, res.Rollouts, res.EpisodeSeconds, res.Seed)
 	fmt.Fprintf(w, "%-24s %18s %6s %6s %9s %9s %s\n", "latent", "return", "falls", "goal", "vel RMSE", "SF to #1", "filter")
@@ -315,6 +318,9 @@ func printEval(w io.Writer, res *eval.Result) {
 		if len(s.Routes) > 0 {
 			fmt.Fprintf(w, "%-24s routes past the box: left %d, right %d, over %d of %d rollouts\n", "",
 				s.Routes[behave.RouteLeft], s.Routes[behave.RouteRight], s.Routes[behave.RouteOver], len(s.Rollouts))
+		}
+		if near, missed := eval.NearMisses(s.Rollouts, nearMiss); missed > 0 {
+			fmt.Fprintf(w, "%-24s goal missed in %d of %d rollouts: %d of them ended within %.1f m of its edge\n", "", missed, len(s.Rollouts), near, nearMiss)
 		}
 		if sw := eval.SummariseSwitches(s.Rollouts); !sw.Empty() {
 			fmt.Fprintf(w, "%-24s ", "")

@@ -164,9 +164,31 @@ func TestNavigationRunsOnPerception(t *testing.T) {
 		if math.Abs(r.Return) > 0.5 {
 			t.Fatalf("a robot standing still earned %v", r.Return)
 		}
+		// It ends where it stood, about 2 m short of the (jittered) goal.
+		if g := r.Goal; g == nil || math.Abs(r.GoalDistance-math.Hypot(r.FinalPos[0]-g[0], r.FinalPos[1]-g[1])) > 1e-12 ||
+			!(r.GoalDistance > 1.5) || g[2] != 0.25 {
+			t.Fatalf("goal %v, final distance %v from %v", g, r.GoalDistance, r.FinalPos)
+		}
+	}
+	if near, missed := NearMisses(s.Rollouts, 0.3); near != 0 || missed != len(s.Rollouts) {
+		t.Fatalf("standing still: %d near misses of %d, want 0 of %d", near, missed, len(s.Rollouts))
 	}
 	if a, b := s.Rollouts[0].Seed, s.Rollouts[1].Seed; a == b {
 		t.Fatal("two rollouts drew the same world seed")
+	}
+}
+
+func TestNearMisses(t *testing.T) {
+	goal := &[3]float64{2, 0, 0.25}
+	rollouts := []Rollout{
+		{GoalStep: 100, Goal: goal, GoalDistance: 1},  // reached, then walked on: not a miss
+		{GoalStep: -1, Goal: goal, GoalDistance: 0.3}, // stopped 0.05 m short
+		{GoalStep: -1, Goal: goal, GoalDistance: 0.54},
+		{GoalStep: -1, Goal: goal, GoalDistance: 0.56}, // past 0.3 m from the edge
+		{GoalStep: -1}, // a world without a goal
+	}
+	if near, missed := NearMisses(rollouts, 0.3); near != 2 || missed != 3 {
+		t.Fatalf("%d near of %d missed, want 2 of 3", near, missed)
 	}
 }
 

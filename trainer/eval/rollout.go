@@ -44,6 +44,11 @@ type Rollout struct {
 	VelRMSENorm float64    `json:"estimator_vel_rmse_norm"`
 	// FinalPos is the base's last position (world, m).
 	FinalPos [3]float64 `json:"final_pos"`
+	// Goal is the goal of a world with one (world x, y and radius, m, as jittered for this
+	// rollout) and GoalDistance how far from its centre the base ended: a miss that ends just
+	// outside the radius stopped short, one that ends far away went elsewhere.
+	Goal         *[3]float64 `json:"goal,omitempty"`
+	GoalDistance float64     `json:"final_goal_distance,omitempty"`
 	// Ticks is the link ticks simulated, power-on and stand-up included.
 	Ticks int `json:"ticks"`
 	// Descriptors are the rollout's behaviour on ground truth.
@@ -98,6 +103,22 @@ type SwitchSummary struct {
 
 // Empty reports that the core neither switched nor found itself with nowhere to go.
 func (s SwitchSummary) Empty() bool { return s.Switches == 0 && s.NowhereToGo == 0 }
+
+// NearMisses counts the rollouts of a world with a goal that never reached it and ended
+// within within m of its edge.
+func NearMisses(rollouts []Rollout, within float64) (near, missed int) {
+	for k := range rollouts {
+		ro := &rollouts[k]
+		if ro.Goal == nil || ro.GoalStep >= 0 {
+			continue
+		}
+		missed++
+		if ro.GoalDistance-ro.Goal[2] <= within {
+			near++
+		}
+	}
+	return near, missed
+}
 
 // SummariseSwitches counts the switches recorded in rollouts.
 func SummariseSwitches(rollouts []Rollout) SwitchSummary {
@@ -191,6 +212,9 @@ func (j *job) run(ctx context.Context) (ro Rollout, err error) {
 		}
 		if rec.state(&st, t.Fault, steps) {
 			ro.FinalPos = st.Pos
+			if g := layout.Goal; g != nil {
+				ro.Goal, ro.GoalDistance = &[3]float64{g.X, g.Y, g.Radius}, math.Hypot(st.Pos[0]-g.X, st.Pos[1]-g.Y)
+			}
 			return true, nil
 		}
 		return false, rec.act(t.Out.Obs, r.Core.Estimate().LinVel)
