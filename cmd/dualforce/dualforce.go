@@ -127,6 +127,7 @@ func runTrainDualForce(ctx context.Context, args []string, stdout, stderr io.Wri
 	rehearsalRows := fs.Int("rehearsal-rows", def.Loop.RehearsalRows, "rows of an earlier iteration's weights kept for rehearsal")
 	rehearsalKeep := fs.Int("rehearsal-keep", def.Loop.RehearsalKeep, "earlier iterations kept for rehearsal per skill, spread evenly over the run")
 	hidden := fs.Int("hidden", def.Value.Hidden[0], "width of the value and policy networks' two hidden layers")
+	policyAverage := fs.Float64("policy-average", def.Policy.Average, policyAverageUsage)
 	refreshRows := fs.Int("refresh-rows", def.Value.RefreshRows, "rows whose V each iteration's weight pass re-evaluates, in turn (0: every row)")
 	subsets := fs.Int("subsets", 32, "subsets of offline states each latent averages over (m)")
 	pool := fs.Int("fre-pool", defaultFREPool, "the --pool the FRE run was trained with")
@@ -155,6 +156,8 @@ func runTrainDualForce(ctx context.Context, args []string, stdout, stderr io.Wri
 		return usagef("--mu-kp %v: want a finite gain >= 0", *muKP)
 	case !(*betaClip >= 0) || math.IsInf(*betaClip, 1):
 		return usagef("--beta-clip %v: want a finite number of standard deviations >= 0", *betaClip)
+	case !(*policyAverage >= 0 && *policyAverage < 1):
+		return usagef("--policy-average %v: want a decay in [0, 1)", *policyAverage)
 	}
 	if *bankPath == "" {
 		*bankPath = filepath.Join(*out, "bank.npz")
@@ -192,6 +195,7 @@ func runTrainDualForce(ctx context.Context, args []string, stdout, stderr io.Wri
 	cfg.Value.Hidden, cfg.Policy.Hidden = []int{*hidden, *hidden}, []int{*hidden, *hidden}
 	cfg.Value.Batch, cfg.Value.InitBatch, cfg.Policy.Batch = *batch, *batch, *batch
 	cfg.Value.AbsorbingFalls, cfg.Value.RefreshRows = *absorbingFalls, *refreshRows
+	cfg.Policy.Average = *policyAverage
 	in := dfloop.TrainInputs{RE: rE, LatentDim: dims.Latent, BankFRE: enc,
 		Encoder: func(_ int, rng *rand.Rand) (dfloop.Encoder, error) {
 			return dfloop.NewFREEncoder(&enc.Net, data.Offline.Obs, data.Offline.ObsDim, *subsets, tokens, rng)

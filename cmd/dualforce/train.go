@@ -83,11 +83,12 @@ type trainingFlags struct {
 	offline, expert, out, task, bank                        *string
 	iters, discSteps, batch, valueSteps, policySteps, every *int
 	seed                                                    *uint64
+	policyAverage                                           *float64
 	quiet, absorbingFalls                                   *bool
 }
 
 // addTrainingFlags defines the training flags on fs with the method's defaults.
-func addTrainingFlags(fs *flag.FlagSet, run trainrun.Settings, discSteps, batch, valueSteps, policySteps int, seed uint64, absorbingFalls bool) *trainingFlags {
+func addTrainingFlags(fs *flag.FlagSet, run trainrun.Settings, discSteps, batch, valueSteps, policySteps int, policyAverage float64, seed uint64, absorbingFalls bool) *trainingFlags {
 	return &trainingFlags{
 		offline:        fs.String("offline", "", "offline dataset archive (required)"),
 		expert:         fs.String("expert", "", "expert dataset archive (default: the offline file's <name>_expert.npz)"),
@@ -99,12 +100,16 @@ func addTrainingFlags(fs *flag.FlagSet, run trainrun.Settings, discSteps, batch,
 		batch:          fs.Int("batch", batch, "DICE batch (transitions per value and policy step)"),
 		valueSteps:     fs.Int("value-steps", valueSteps, "value steps per iteration (per skill)"),
 		policySteps:    fs.Int("policy-steps", policySteps, "policy steps per iteration (per skill)"),
+		policyAverage:  fs.Float64("policy-average", policyAverage, policyAverageUsage),
 		every:          fs.Int("checkpoint-every", run.CheckpointEvery, "iterations between checkpoints"),
 		seed:           fs.Uint64("seed", seed, "seed of every random choice"),
 		quiet:          fs.Bool("quiet", false, "no progress bar"),
 		absorbingFalls: fs.Bool("absorbing-falls", absorbingFalls, absorbingFallsUsage),
 	}
 }
+
+// policyAverageUsage is the --policy-average flag's text (wbc.Config.Average).
+const policyAverageUsage = "decay per policy step of the moving average of the policy's parameters that the bank deploys (Polyak-Ruppert averaging of the iterates; 0: the last iterate)"
 
 // absorbingFallsUsage is the --absorbing-falls flag's text (dice.ValueConfig.AbsorbingFalls).
 const absorbingFallsUsage = "a fall's next state is absorbing at the set's lowest reward, worth min R/(1-gamma), instead of 0 (ours: with the spec's 0 the weights collapsed onto falls on the paper-scale locomotion set)"
@@ -117,6 +122,8 @@ func (f *trainingFlags) check() error {
 	case *f.iters < 0 || *f.discSteps < 0 || *f.valueSteps < 0 || *f.policySteps < 0 || *f.batch <= 0 || *f.every <= 0:
 		return usagef("--iters %d, --disc-steps %d, --value-steps %d, --policy-steps %d, --batch %d, --checkpoint-every %d: want non-negative counts and a positive batch and period",
 			*f.iters, *f.discSteps, *f.valueSteps, *f.policySteps, *f.batch, *f.every)
+	case !(*f.policyAverage >= 0 && *f.policyAverage < 1):
+		return usagef("--policy-average %v: want a decay in [0, 1)", *f.policyAverage)
 	}
 	if *f.expert == "" {
 		*f.expert = datafile.ExpertPath(*f.offline)
@@ -149,7 +156,7 @@ func (f *trainingFlags) load(stdout io.Writer) (*prep.Data, error) {
 func runTrainSMODICE(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	def := smodice.DefaultConfig()
 	fs := newFlagSet("train smodice", trainSMODICEUsage, stderr)
-	tf := addTrainingFlags(fs, def.Run, def.DiscSteps, def.Value.Batch, def.ValueSteps, def.PolicySteps, def.Seed, def.Value.AbsorbingFalls)
+	tf := addTrainingFlags(fs, def.Run, def.DiscSteps, def.Value.Batch, def.ValueSteps, def.PolicySteps, def.Policy.Average, def.Seed, def.Value.AbsorbingFalls)
 	resume := fs.Bool("resume", false, "continue the run in --out from its checkpoint")
 	checkRollouts := fs.Int("check-rollouts", defaultCheckRollouts, "rollouts in the simulator judging each checkpoint's policy; the bank is the best-judged one (0: no checks, the bank is the last iteration's)")
 	if err := parseFlags(fs, args, 0); err != nil {
@@ -164,7 +171,7 @@ func runTrainSMODICE(ctx context.Context, args []string, stdout, stderr io.Write
 	cfg := def
 	cfg.Run, cfg.DiscSteps, cfg.Seed = tf.settings(), *tf.discSteps, *tf.seed
 	cfg.Value.Batch, cfg.Value.InitBatch, cfg.Policy.Batch = *tf.batch, *tf.batch, *tf.batch
-	cfg.Value.AbsorbingFalls = *tf.absorbingFalls
+	cfg.Value.AbsorbingFalls, cfg.Policy.Average = *tf.absorbingFalls, *tf.policyAverage
 	cfg.ValueSteps, cfg.PolicySteps = *tf.valueSteps, *tf.policySteps
 
 	data, err := tf.load(stdout)

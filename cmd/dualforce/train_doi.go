@@ -47,7 +47,7 @@ if given, must name the run it started with.
 func runTrainDOI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	def := doi.DefaultConfig()
 	fs := newFlagSet("train doi", trainDOIUsage, stderr)
-	tf := addTrainingFlags(fs, def.Run, def.DiscSteps, def.Value.Batch, def.ValueSteps, def.PolicySteps, def.Seed, def.Value.AbsorbingFalls)
+	tf := addTrainingFlags(fs, def.Run, def.DiscSteps, def.Value.Batch, def.ValueSteps, def.PolicySteps, def.Policy.Average, def.Seed, def.Value.AbsorbingFalls)
 	nSkills := fs.Int("skills", def.Skills, "number of skills n")
 	eps := fs.Float64("eps", def.Epsilon, "constraint bound eps on phi_z (paper: locomotion 4, navigation 1)")
 	disdain := fs.Float64("disdain", 0, "weight of the DISDAIN bonus (0: plain DOI)")
@@ -64,7 +64,7 @@ func runTrainDOI(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	cfg := def
 	cfg.Run, cfg.DiscSteps, cfg.Seed, cfg.Skills = tf.settings(), *tf.discSteps, *tf.seed, *nSkills
 	cfg.Value.Batch, cfg.Value.InitBatch, cfg.Policy.Batch = *tf.batch, *tf.batch, *tf.batch
-	cfg.Value.AbsorbingFalls = *tf.absorbingFalls
+	cfg.Value.AbsorbingFalls, cfg.Policy.Average = *tf.absorbingFalls, *tf.policyAverage
 	cfg.ValueSteps, cfg.PolicySteps, cfg.Epsilon, cfg.FixedMu = *tf.valueSteps, *tf.policySteps, *eps, *dagger
 	if *disdain > 0 {
 		cfg.DISDAIN, cfg.Ensemble = *disdain, *ensemble

@@ -25,6 +25,7 @@ import (
 func resumeConfig() Config {
 	cfg := testConfig()
 	cfg.DISDAIN, cfg.Ensemble, cfg.DiscSteps = 0.5, 2, 50
+	cfg.Policy.Average = 0.9 // the bank deploys the averages: the checkpoint must carry them
 	cfg.Run = run.Settings{Iterations: 8, CheckpointEvery: 3}
 	return cfg
 }

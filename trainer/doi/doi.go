@@ -414,7 +414,10 @@ func (l *Loop) Bank() (*skills.Bank, error) {
 	slots := make([]*nn.Conditioned[float32], len(l.skills))
 	latents := make([]export.Latent, len(l.skills))
 	for z, s := range l.skills {
-		slots[z] = s.pi.Net
+		var err error
+		if slots[z], err = s.pi.Deployed(); err != nil {
+			return nil, err
+		}
 		latents[z] = export.Latent{Slot: z, Z: []float32{0}, Info: skills.LatentInfo{
 			Iteration: l.iteration, Name: fmt.Sprintf("doi-skill%d", z), SigmoidMu: l.sigma(z), Phi: s.phi, OfflinePsi: s.psi,
 		}}

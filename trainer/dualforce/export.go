@@ -49,7 +49,7 @@ func fromFile(f *checkpoint.File) ([]*nn.Conditioned[float32], State, error) {
 	}
 	slots := make([]*nn.Conditioned[float32], cfg.Skills)
 	for i := range slots {
-		params, err := f.Float32Array(skillset.LearnerArray(i, "policy"), -1)
+		params, err := f.Float32Array(skillset.DeployedPolicy(f.Float32, i), -1)
 		if err != nil {
 			return nil, State{}, err
 		}
@@ -120,7 +120,9 @@ func (t *trainer) selectedBank(dir string) (*skills.Bank, error) {
 	for i, p := range t.policies {
 		f, _, err := run.BestPartCheckpoint(dir, i)
 		if errors.Is(err, run.ErrNoChecks) {
-			slots[i] = p.Net
+			if slots[i], err = p.Deployed(); err != nil {
+				return nil, err
+			}
 			lats = appendSkill(lats, t.loop.Latents(), i)
 			continue
 		}

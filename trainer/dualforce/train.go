@@ -269,11 +269,14 @@ func (t *trainer) restore(f *checkpoint.File) error {
 	return t.loop.Restore(s)
 }
 
-// bank exports every stored latent with its skill's last policy.
+// bank exports every stored latent with its skill's last (deployed) policy.
 func (t *trainer) bank() (*skills.Bank, error) {
 	slots := make([]*nn.Conditioned[float32], len(t.policies))
 	for i, p := range t.policies {
-		slots[i] = p.Net
+		var err error
+		if slots[i], err = p.Deployed(); err != nil {
+			return nil, err
+		}
 	}
 	return exportBank(t.d.Contract, slots, t.loop.Latents(), t.bankFRE)
 }

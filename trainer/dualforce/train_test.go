@@ -108,10 +108,13 @@ func bankBytes(t *testing.T, b *skills.Bank) []byte {
 // met, its metrics log and figures, and a run stopped halfway and resumed
 // that exports the same bank byte for byte. The weight passes refresh one
 // of three blocks per iteration (the paper-scale default's mechanism), so
-// the checkpoint must carry their kept values, stopped mid-rotation.
+// the checkpoint must carry their kept values, stopped mid-rotation; the
+// policies are averaged (the bank deploys the averages), so it must carry
+// those too.
 func TestTrainStoresEveryLatentAndResumesBitIdentically(t *testing.T) {
 	d, ck := trainTestData(t)
 	cfg := testTrainConfig(t)
+	cfg.Policy.Average = 0.9
 	cfg.Value.RefreshRows, cfg.Loop.StaleCheckEvery = d.Offline.Len()/3+1, 5
 	// Rehearsal on, keeping 3 snapshots: the checkpoint must carry them, with their stride grown.
 	cfg.Loop.RehearsalSteps, cfg.Loop.RehearsalRows, cfg.Loop.RehearsalKeep = 1, 64, 3
@@ -223,10 +226,12 @@ func (j *iterationJudge) JudgeBank(_ context.Context, b *skills.Bank) (run.Verdi
 
 // A judged run is shown each skill's latest latent at every checkpoint, and returns each
 // skill as the same run stopped at that skill's best-judged iteration has it: that
-// iteration's policy and the skill's latents met up to it.
+// iteration's policy and the skill's latents met up to it. With the policies averaged, the
+// policy of an iteration is its average, read from the checkpoint as from the learner.
 func TestJudgedRunTakesEachSkillFromItsBestCheckpoint(t *testing.T) {
 	d, ck := trainTestData(t)
 	cfg := testTrainConfig(t)
+	cfg.Policy.Average = 0.9
 	in := testInputs(d, ck.Reward)
 	judge := &iterationJudge{best: []int{20, 40, 10}}
 	judged, err := Train(context.Background(), d, in, cfg, Options{Options: run.Options{Dir: t.TempDir(), Quiet: true, Judge: Judge(judge)}})

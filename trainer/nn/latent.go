@@ -119,11 +119,16 @@ func (c *Conditioned[T]) Step(opt *Adam[T]) {
 
 // Params returns a copy of the parameters: the network's slab with b0 as
 // the first layer's bias, then Wz.
-func (c *Conditioned[T]) Params() []T {
-	p := append(append([]T(nil), c.Net.params...), c.wz...)
+func (c *Conditioned[T]) Params() []T { return c.AppendParams(nil) }
+
+// AppendParams appends Params to dst: a learner that reads them every step
+// reuses its buffer.
+func (c *Conditioned[T]) AppendParams(dst []T) []T {
+	start := len(dst)
+	p := append(append(dst, c.Net.params...), c.wz...)
 	if c.Latent > 0 {
 		l0 := &c.Net.Layers[0]
-		off := len(l0.W)
+		off := start + len(l0.W)
 		copy(p[off:off+len(l0.B)], c.b0)
 	}
 	return p

@@ -40,6 +40,20 @@ func LearnerArray(i int, name string) string { return fmt.Sprintf("skill%d.%s", 
 // valueCache names the array of a value learner's kept values.
 const valueCache = "value_cache"
 
+// policyAverage names the array of a policy learner's averaged parameters
+// (wbc.Config.Average), present only when it keeps them.
+const policyAverage = "policy_average"
+
+// DeployedPolicy names the array of skill i's deployed policy among a
+// checkpoint's arrays: the averaged parameters where the learner kept them,
+// else the last iterate's.
+func DeployedPolicy(f32 map[string][]float32, i int) string {
+	if _, ok := f32[LearnerArray(i, policyAverage)]; ok {
+		return LearnerArray(i, policyAverage)
+	}
+	return LearnerArray(i, "policy")
+}
+
 // namedArray is an array of a checkpoint and where it lives.
 type namedArray struct {
 	name string
@@ -74,6 +88,9 @@ func SaveLearners(ls []Learners, f32 map[string][]float32) (SavedLearners, error
 		if v.Cache != nil {
 			f32[LearnerArray(i, valueCache)] = v.Cache
 		}
+		if pi.Average != nil {
+			f32[LearnerArray(i, policyAverage)] = pi.Average
+		}
 		s.ValuePasses = append(s.ValuePasses, v.Passes)
 		s.RNG = append(s.RNG, rng)
 		s.ValueAdamSteps = append(s.ValueAdamSteps, [2]int{v.Adam.Steps, v.LatentAdam.Steps})
@@ -104,6 +121,7 @@ func RestoreLearners(ls []Learners, s SavedLearners, f32 map[string][]float32) e
 		if s.ValuePasses != nil {
 			v.Passes, v.Cache = s.ValuePasses[i], f32[LearnerArray(i, valueCache)]
 		}
+		pi.Average = f32[LearnerArray(i, policyAverage)]
 		if err := l.Value.Restore(v); err != nil {
 			return fmt.Errorf("skill %d: %w", i, err)
 		}

@@ -16,12 +16,13 @@ import (
 )
 
 // newLearners builds n skills' learners on d, each with its own generator of seed, their
-// weight passes refreshing refreshRows rows each (0: exact).
-func newLearners(t *testing.T, d *prep.Data, n int, seed uint64, refreshRows int) []Learners {
+// weight passes refreshing refreshRows rows each (0: exact), their policies averaged with decay
+// average (0: none).
+func newLearners(t *testing.T, d *prep.Data, n int, seed uint64, refreshRows int, average float64) []Learners {
 	t.Helper()
 	vc, pc := dice.DefaultValueConfig(), wbc.DefaultConfig()
 	vc.Hidden, pc.Hidden = []int{16}, []int{16}
-	vc.RefreshRows = refreshRows
+	vc.RefreshRows, pc.Average = refreshRows, average
 	vc.Batch, vc.InitBatch, pc.Batch = 64, 64, 64
 	var ls []Learners
 	for i := range n {
@@ -42,16 +43,22 @@ func newLearners(t *testing.T, d *prep.Data, n int, seed uint64, refreshRows int
 
 // Saved after some steps and restored into learners of another seed: the same parameters,
 // moments, step counts, generator and, for weight passes that refresh one block at a time, the
-// kept values; a state for other skills or with an array missing is refused.
+// kept values and, for averaged policies, the average (which DeployedPolicy then names); a
+// state for other skills or with an array missing is refused.
 func TestSaveRestoreLearners(t *testing.T) {
 	d := preptest.Synthetic(t, datafiletest.Small, 1, true)
-	for _, refresh := range []int{0, d.Offline.Len() / 2} {
-		t.Run(fmt.Sprintf("refresh %d rows", refresh), func(t *testing.T) { checkSaveRestoreLearners(t, d, refresh) })
+	for _, tc := range []struct {
+		refresh int
+		average float64
+	}{{0, 0}, {d.Offline.Len() / 2, 0}, {0, 0.99}} {
+		t.Run(fmt.Sprintf("refresh %d rows, average %g", tc.refresh, tc.average), func(t *testing.T) {
+			checkSaveRestoreLearners(t, d, tc.refresh, tc.average)
+		})
 	}
 }
 
-func checkSaveRestoreLearners(t *testing.T, d *prep.Data, refresh int) {
-	ls := newLearners(t, d, 2, 1, refresh)
+func checkSaveRestoreLearners(t *testing.T, d *prep.Data, refresh int, average float64) {
+	ls := newLearners(t, d, 2, 1, refresh, average)
 	reward := make([]float32, d.Offline.Len())
 	for _, l := range ls {
 		if err := l.Value.SetReward(reward); err != nil {
@@ -77,7 +84,14 @@ func checkSaveRestoreLearners(t *testing.T, d *prep.Data, refresh int) {
 	if _, kept := f32[LearnerArray(0, valueCache)]; kept != (refresh > 0) {
 		t.Fatalf("kept values saved: %v, with passes refreshing %d rows", kept, refresh)
 	}
-	back := newLearners(t, d, 2, 2, refresh)
+	averaged := LearnerArray(1, policyAverage)
+	if _, kept := f32[averaged]; kept != (average > 0) {
+		t.Fatalf("policy average saved: %v, with decay %v", kept, average)
+	}
+	if want := map[bool]string{true: averaged, false: LearnerArray(1, "policy")}[average > 0]; DeployedPolicy(f32, 1) != want {
+		t.Fatalf("deployed policy %s, want %s", DeployedPolicy(f32, 1), want)
+	}
+	back := newLearners(t, d, 2, 2, refresh, average)
 	if err := RestoreLearners(back, saved, f32); err != nil {
 		t.Fatal(err)
 	}

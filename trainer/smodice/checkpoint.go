@@ -71,14 +71,19 @@ type state struct {
 	ExpertMass      metrics.Num `json:"expert_mass"`
 }
 
-// arrays lists the checkpoint's arrays by name.
+// arrays lists the checkpoint's arrays by name: the policy's average only
+// when its configuration keeps one.
 func (ck *Checkpoint) arrays() map[string]*[]float32 {
-	return map[string]*[]float32{
+	a := map[string]*[]float32{
 		"disc_params": &ck.DiscParams, disc.RewardArray: &ck.Reward,
 		"value": &ck.V.Params, "value_adam_m": &ck.V.Adam.M, "value_adam_v": &ck.V.Adam.V,
 		"policy": &ck.Pi.Params, "policy_adam_m": &ck.Pi.Adam.M, "policy_adam_v": &ck.Pi.Adam.V,
 		"psi": &ck.Estimate.Psi,
 	}
+	if ck.Config.Policy.Average > 0 {
+		a["policy_average"] = &ck.Pi.Average
+	}
+	return a
 }
 
 func (ck *Checkpoint) file() (*checkpoint.File, error) {
@@ -166,7 +171,8 @@ func (ck *Checkpoint) validate() error {
 	case len(ck.Estimate.Psi) != ck.Contract.Features.Dim(ck.Contract.Layout):
 		return fmt.Errorf("psi has %d values, features %d", len(ck.Estimate.Psi), ck.Contract.Features.Dim(ck.Contract.Layout))
 	case len(ck.V.Adam.M) != len(ck.V.Params) || len(ck.V.Adam.V) != len(ck.V.Params) ||
-		len(ck.Pi.Adam.M) != len(ck.Pi.Params) || len(ck.Pi.Adam.V) != len(ck.Pi.Params):
+		len(ck.Pi.Adam.M) != len(ck.Pi.Params) || len(ck.Pi.Adam.V) != len(ck.Pi.Params) ||
+		(ck.Pi.Average != nil && len(ck.Pi.Average) != len(ck.Pi.Params)):
 		return errors.New("optimiser moments do not match the parameters")
 	}
 	return c.validate()
@@ -188,7 +194,7 @@ func Read(path string) (*Checkpoint, error) {
 
 // Policy rebuilds the checkpoint's trained policy.
 func (ck *Checkpoint) Policy() (*nn.Conditioned[float32], *nn.SquashedGaussian[float32], error) {
-	net, err := wbc.Rebuild(ck.Contract.Layout.Dim(), skills.NumJoints, ck.Config.Policy, ck.Pi.Params)
+	net, err := wbc.Rebuild(ck.Contract.Layout.Dim(), skills.NumJoints, ck.Config.Policy, ck.Pi.Deployed())
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	}

@@ -149,8 +149,9 @@ func TestTrainEndToEnd(t *testing.T) {
 
 // TestResumeIsBitIdentical: 2k iterations straight, and 1k (stopped by a
 // cancelled context, which writes a checkpoint) + resume + 1k, end with the
-// same weights bit for bit. A run that ends normally and is extended is
-// checked in TestResumeRefusesAnotherRun.
+// same weights bit for bit, the policy's average (kept, as a bank deploys
+// it) included. A run that ends normally and is extended is checked in
+// TestResumeRefusesAnotherRun.
 func TestResumeIsBitIdentical(t *testing.T) {
 	// A small set: the whole-set weight pass dominates these short steps.
 	d := preparedSized(t, datafiletest.Sizes{Expert: 3, Random: 6, Drift: 2, ExpertSet: 3}, 2)
@@ -158,8 +159,12 @@ func TestResumeIsBitIdentical(t *testing.T) {
 	cfg.DiscSteps, cfg.Run = 50, run.Settings{Iterations: 2000, CheckpointEvery: 300}
 	cfg.Value.Batch, cfg.Value.InitBatch, cfg.Policy.Batch = 64, 32, 64
 	cfg.Value.Hidden, cfg.Policy.Hidden = []int{32, 32}, []int{32, 32}
+	cfg.Policy.Average = 0.99
 
 	straight := train(t, d, cfg, t.TempDir(), false)
+	if straight.Pi.Average == nil || slices.Equal(straight.Pi.Average, straight.Pi.Params) {
+		t.Fatal("the checkpoint keeps no policy average apart from the parameters")
+	}
 
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -185,7 +190,7 @@ func TestResumeIsBitIdentical(t *testing.T) {
 
 func same(t *testing.T, name string, a, b *Checkpoint) {
 	t.Helper()
-	if a.Iteration != b.Iteration || !slices.Equal(a.Pi.Params, b.Pi.Params) ||
+	if a.Iteration != b.Iteration || !slices.Equal(a.Pi.Params, b.Pi.Params) || !slices.Equal(a.Pi.Average, b.Pi.Average) ||
 		!slices.Equal(a.V.Params, b.V.Params) || !slices.Equal(a.Pi.Adam.V, b.Pi.Adam.V) ||
 		!slices.Equal(a.RNG, b.RNG) || !slices.Equal(a.Estimate.Psi, b.Estimate.Psi) {
 		t.Fatalf("%s: weights differ from the straight run", name)

@@ -29,6 +29,14 @@ type Config struct {
 	// Latent is the width of the latent z that conditions pi(a | s, z); 0
 	// for an unconditioned policy.
 	Latent int `json:"latent"`
+	// Average is the decay per step of an exponential moving average of the
+	// policy's parameters kept beside them (Polyak-Ruppert averaging of the
+	// iterates); the average, not the last iterate, is the policy a bank
+	// deploys (State.Deployed). With a constant learning rate the iterates
+	// keep moving by about a step's size; their average does not. The decay
+	// is min(Average, (1+t)/(10+t)) at step t, so that early steps are not
+	// tied to the initial parameters. 0 deploys the last iterate.
+	Average float64 `json:"average,omitempty"`
 }
 
 // DefaultConfig is 256-256 ReLU, Adam 3e-4, batch 8192 (SMODICE's policy).
@@ -61,13 +69,16 @@ type Learner struct {
 	tape       nn.Tape[float32]
 	obs, act   []float32
 	jac, unitW []float32
+	// avg is the moving average of the parameters (Config.Average; nil when
+	// off), params the buffer Step reads the parameters into.
+	avg, params []float32
 }
 
 // New validates the data and builds a fresh policy, drawing its initial
 // parameters and, later, its batches from rng. A new learner draws
 // uniformly (plain behaviour cloning) until SetWeights.
 func New(data *dataset.Offline, cfg Config, rng *rand.Rand) (*Learner, error) {
-	if cfg.LR <= 0 || cfg.Batch <= 0 || cfg.Latent < 0 {
+	if cfg.LR <= 0 || cfg.Batch <= 0 || cfg.Latent < 0 || !(cfg.Average >= 0 && cfg.Average < 1) {
 		return nil, fmt.Errorf("%w: %+v", ErrConfig, cfg)
 	}
 	if err := data.Validate(); err != nil {
@@ -85,6 +96,9 @@ func New(data *dataset.Offline, cfg Config, rng *rand.Rand) (*Learner, error) {
 		u: make([]float32, len(data.Act)), logJac: make([]float32, n), cdf: make([]float64, n),
 		obs: make([]float32, b*data.ObsDim), act: make([]float32, b*data.ActDim),
 		jac: make([]float32, b), unitW: make([]float32, b),
+	}
+	if cfg.Average > 0 {
+		l.avg = net.Params()
 	}
 	nn.Unsquash(data.Act, data.ActDim, l.u, l.logJac)
 	for k := range l.unitW {
@@ -197,7 +211,21 @@ func (l *Learner) Step() float64 {
 	l.Net.Net.ZeroGrad()
 	loss := l.Pi.WeightedNLL(&l.tape, l.obs, l.act, l.jac, l.unitW, b)
 	l.Net.Step(l.opt)
+	l.average()
 	return loss
+}
+
+// average moves the parameters' average towards the parameters after a step.
+func (l *Learner) average() {
+	if l.avg == nil {
+		return
+	}
+	t := float64(l.opt.Steps())
+	d := float32(min(l.cfg.Average, (1+t)/(10+t)))
+	l.params = l.Net.AppendParams(l.params[:0])
+	for j, p := range l.params {
+		l.avg[j] = d*l.avg[j] + (1-d)*p
+	}
 }
 
 // State is everything of a Learner that changes while it trains (the
@@ -205,23 +233,62 @@ func (l *Learner) Step() float64 {
 type State struct {
 	Params           []float32
 	Adam, LatentAdam nn.AdamState[float32]
+	// Average is the parameters' moving average (Config.Average), nil when
+	// the learner keeps none.
+	Average []float32
+}
+
+// Deployed is the parameters a bank deploys: the average where there is
+// one, else the last iterate.
+func (s *State) Deployed() []float32 {
+	if s.Average != nil {
+		return s.Average
+	}
+	return s.Params
 }
 
 // State returns a copy of the learner's state.
 func (l *Learner) State() State {
-	return State{Params: l.Net.Params(), Adam: l.opt.State(), LatentAdam: l.Net.LatentAdam()}
+	return State{Params: l.Net.Params(), Adam: l.opt.State(), LatentAdam: l.Net.LatentAdam(), Average: slices.Clone(l.avg)}
 }
 
 // ErrState reports a state that does not fit the learner.
 var ErrState = errors.New("wbc: state does not fit this learner")
 
-// Restore replaces the learner's state with a copy of s. On error the
-// learner is unchanged.
+// Restore replaces the learner's state with a copy of s. A learner that
+// averages and a state without an average (a run resumed with averaging
+// newly on) starts the average at the state's parameters; a learner that
+// does not average ignores one. On error the learner is unchanged.
 func (l *Learner) Restore(s State) error {
+	if l.avg != nil && s.Average != nil && len(s.Average) != len(l.avg) {
+		return fmt.Errorf("%w: an average of %d parameters, the policy has %d", ErrState, len(s.Average), len(l.avg))
+	}
+	for i, v := range s.Average {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			return fmt.Errorf("%w: non-finite averaged parameter %v at %d", ErrState, v, i)
+		}
+	}
 	if err := l.Net.Restore(l.opt, s.Params, s.Adam, s.LatentAdam); err != nil {
 		return fmt.Errorf("%w: %w", ErrState, err)
 	}
+	switch {
+	case l.avg == nil:
+	case s.Average != nil:
+		copy(l.avg, s.Average)
+	default:
+		copy(l.avg, s.Params)
+	}
 	return nil
+}
+
+// Deployed returns the network a bank deploys: the learner's own (sharing
+// its parameters) when it keeps no average, else a copy holding the average
+// (its latent input unset: a bank stores the first layer over [s ; z]).
+func (l *Learner) Deployed() (*nn.Conditioned[float32], error) {
+	if l.avg == nil {
+		return l.Net, nil
+	}
+	return Rebuild(l.data.ObsDim, l.data.ActDim, l.cfg, l.avg)
 }
 
 // ErrParams reports parameters that do not fit the network they are for.

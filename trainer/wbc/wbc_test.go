@@ -282,3 +282,94 @@ func TestRestoreContinuesBitIdentically(t *testing.T) {
 		t.Errorf("Restore of a short state: %v", err)
 	}
 }
+
+// TestAverageFollowsTheIterates: with Config.Average the learner keeps
+// avg_t = d_t avg_{t-1} + (1 - d_t) theta_t, d_t = min(Average, (1+t)/(10+t)),
+// from the initial parameters; it is what Deployed builds and State saves,
+// and a resumed learner continues it bit-identically (also from a state
+// saved without an average, which starts it at the parameters).
+func TestAverageFollowsTheIterates(t *testing.T) {
+	data, _ := pointSet(500, 3)
+	cfg := smallConfig()
+	cfg.Latent, cfg.Average = 2, 0.9
+	l, src := newLearner(t, data, cfg, 5)
+	if err := l.SetLatent([]float32{0.5, -1}); err != nil {
+		t.Fatal(err)
+	}
+	want := l.Net.Params()
+	for step := 1; step <= 40; step++ {
+		l.Step()
+		d := float32(min(0.9, float64(1+step)/float64(10+step)))
+		for j, p := range l.Net.Params() {
+			want[j] = d*want[j] + (1-d)*p
+		}
+	}
+	st := l.State()
+	if !slices.Equal(st.Average, want) || !slices.Equal(st.Deployed(), want) {
+		t.Fatal("the average is not the recurrence over the iterates")
+	}
+	if slices.Equal(st.Average, st.Params) {
+		t.Fatal("the average equals the last iterate: nothing was averaged")
+	}
+	net, err := l.Deployed()
+	if err != nil || !slices.Equal(net.Params(), want) {
+		t.Fatalf("Deployed is not the average: %v", err)
+	}
+
+	rng, _ := src.MarshalBinary()
+	resume := func(s State) *Learner {
+		r, src := newLearner(t, data, cfg, 99)
+		if err := r.SetLatent([]float32{0.5, -1}); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Restore(s); err != nil {
+			t.Fatal(err)
+		}
+		_ = src.UnmarshalBinary(rng)
+		return r
+	}
+	resumed := resume(st)
+	for range 5 {
+		l.Step()
+		resumed.Step()
+	}
+	if !slices.Equal(l.State().Average, resumed.State().Average) {
+		t.Fatal("the resumed average differs from the straight run's")
+	}
+	noAverage := st
+	noAverage.Average = nil
+	if got := resume(noAverage).State().Average; !slices.Equal(got, st.Params) {
+		t.Fatal("a state without an average does not start it at the parameters")
+	}
+
+	for name, bad := range map[string][]float32{
+		"short":      st.Average[:3],
+		"non-finite": append(slices.Clone(st.Average[:len(st.Average)-1]), float32(math.NaN())),
+	} {
+		s := st
+		s.Average = bad
+		before := l.State()
+		if err := l.Restore(s); !errors.Is(err, ErrState) {
+			t.Errorf("%s average: %v, want ErrState", name, err)
+		}
+		if after := l.State(); !slices.Equal(after.Average, before.Average) || !slices.Equal(after.Params, before.Params) {
+			t.Errorf("%s average: the refused state changed the learner", name)
+		}
+	}
+	for _, a := range []float64{-0.1, 1, math.NaN()} {
+		c := cfg
+		c.Average = a
+		if _, err := New(data, c, rand.New(rand.NewPCG(1, 1))); !errors.Is(err, ErrConfig) {
+			t.Errorf("Average %v: %v, want ErrConfig", a, err)
+		}
+	}
+
+	plain, _ := newLearner(t, data, smallConfig(), 5)
+	plain.Step()
+	if s := plain.State(); s.Average != nil || !slices.Equal(s.Deployed(), s.Params) {
+		t.Fatal("a learner without averaging keeps an average")
+	}
+	if net, err := plain.Deployed(); err != nil || net != plain.Net {
+		t.Fatalf("Deployed without averaging is not the learner's network: %v", err)
+	}
+}
