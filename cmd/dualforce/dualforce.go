@@ -74,7 +74,8 @@ iterations are kept, spread evenly over the run, and taken in turn. On the 125,0
 locomotion set (seed 1, 1,000 iterations) 18 of 30 evaluated latents passed the filter with
 the default 3 steps, 4 of 30 with --rehearsal-steps 0 (the paper's policy update).
 
---l0 and --eps default to the task's values (` + taskDefaults() + `). --mu-kp adds a
+--l0 and --eps default to the task's values (` + taskDefaults() + `);
+--policy-lr and --policy-average to the task's as in train smodice (its --help says why). --mu-kp adds a
 proportional term to the multipliers (ours, off by default): the imitation share becomes
 sigmoid(mu_i + kp (phi_i - eps)), so a violated constraint raises it at once.
 
@@ -127,7 +128,7 @@ func runTrainDualForce(ctx context.Context, args []string, stdout, stderr io.Wri
 	rehearsalRows := fs.Int("rehearsal-rows", def.Loop.RehearsalRows, "rows of an earlier iteration's weights kept for rehearsal")
 	rehearsalKeep := fs.Int("rehearsal-keep", def.Loop.RehearsalKeep, "earlier iterations kept for rehearsal per skill, spread evenly over the run")
 	hidden := fs.Int("hidden", def.Value.Hidden[0], "width of the value and policy networks' two hidden layers")
-	policyAverage := fs.Float64("policy-average", def.Policy.Average, policyAverageUsage)
+	policy := addPolicyFlags(fs)
 	refreshRows := fs.Int("refresh-rows", def.Value.RefreshRows, "rows whose V each iteration's weight pass re-evaluates, in turn (0: every row)")
 	subsets := fs.Int("subsets", 32, "subsets of offline states each latent averages over (m)")
 	pool := fs.Int("fre-pool", defaultFREPool, "the --pool the FRE run was trained with")
@@ -156,8 +157,9 @@ func runTrainDualForce(ctx context.Context, args []string, stdout, stderr io.Wri
 		return usagef("--mu-kp %v: want a finite gain >= 0", *muKP)
 	case !(*betaClip >= 0) || math.IsInf(*betaClip, 1):
 		return usagef("--beta-clip %v: want a finite number of standard deviations >= 0", *betaClip)
-	case !(*policyAverage >= 0 && *policyAverage < 1):
-		return usagef("--policy-average %v: want a decay in [0, 1)", *policyAverage)
+	}
+	if err := policy.check(); err != nil {
+		return err
 	}
 	if *bankPath == "" {
 		*bankPath = filepath.Join(*out, "bank.npz")
@@ -195,7 +197,7 @@ func runTrainDualForce(ctx context.Context, args []string, stdout, stderr io.Wri
 	cfg.Value.Hidden, cfg.Policy.Hidden = []int{*hidden, *hidden}, []int{*hidden, *hidden}
 	cfg.Value.Batch, cfg.Value.InitBatch, cfg.Policy.Batch = *batch, *batch, *batch
 	cfg.Value.AbsorbingFalls, cfg.Value.RefreshRows = *absorbingFalls, *refreshRows
-	cfg.Policy.Average = *policyAverage
+	policy.apply(&cfg.Policy)
 	in := dfloop.TrainInputs{RE: rE, LatentDim: dims.Latent, BankFRE: enc,
 		Encoder: func(_ int, rng *rand.Rand) (dfloop.Encoder, error) {
 			return dfloop.NewFREEncoder(&enc.Net, data.Offline.Obs, data.Offline.ObsDim, *subsets, tokens, rng)

@@ -40,6 +40,7 @@ func runFitBC(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	steps := fs.Int("steps", def.Steps, "gradient steps")
 	batch := fs.Int("batch", def.Batch, "transitions per step")
 	seed := fs.Uint64("seed", def.Seed, "seed of every random choice")
+	average := fs.Float64("policy-average", def.Average, "decay per step of the moving average of the policy's parameters that the bank gets (0: the last iterate)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
@@ -49,12 +50,14 @@ func runFitBC(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usagef("--offline and --out are required")
 	case *steps < 0 || *batch <= 0:
 		return usagef("--steps %d, --batch %d: want a non-negative step count and a positive batch", *steps, *batch)
+	case !(*average >= 0 && *average < 1):
+		return usagef("--policy-average %v: want a decay in [0, 1)", *average)
 	}
 	if err := checkOutputFiles(*out); err != nil {
 		return err
 	}
 	cfg := def
-	cfg.Steps, cfg.Batch, cfg.Seed = *steps, *batch, *seed
+	cfg.Steps, cfg.Batch, cfg.Seed, cfg.Average = *steps, *batch, *seed, *average
 
 	off, err := datafile.ReadOffline(*offline)
 	if err != nil {

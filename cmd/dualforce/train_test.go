@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/dualforce/dualforce/trainer/datafile/datafiletest"
 	trainrun "github.com/dualforce/dualforce/trainer/run"
 	"github.com/dualforce/dualforce/trainer/smodice"
+	"github.com/dualforce/dualforce/trainer/wbc"
 )
 
 // writeSynthetic writes the small synthetic task's archives into dir and
@@ -198,5 +200,48 @@ func TestTrainingCommandsRefuseBadInput(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(run, trainrun.CheckpointFile)); err == nil {
 		t.Fatal("a refused run left a checkpoint")
+	}
+}
+
+// TestPolicyFlagsDefaultToTheTask: without --policy-lr and --policy-average a method's policy
+// takes the task's rate and averaging (prep.Task.Policy); given, they win, --policy-average 0
+// included (it turns averaging off, where 0 would otherwise look like "not given").
+func TestPolicyFlagsDefaultToTheTask(t *testing.T) {
+	for _, tc := range []struct {
+		task        string
+		args        []string
+		lr, average float64
+	}{
+		{"locomotion", nil, 3e-4, 0},
+		{"navigation", nil, 1e-3, 0.99},
+		{"navigation", []string{"--policy-lr", "5e-4"}, 5e-4, 0.99},
+		{"navigation", []string{"--policy-average", "0"}, 1e-3, 0},
+		{"locomotion", []string{"--policy-average", "0.9", "--policy-lr", "0"}, 3e-4, 0.9},
+	} {
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		p := addPolicyFlags(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.check(); err != nil {
+			t.Fatal(err)
+		}
+		c := wbc.DefaultConfig()
+		if err := p.forTask(tc.task, &c); err != nil {
+			t.Fatal(err)
+		}
+		if c.LR != tc.lr || c.Average != tc.average {
+			t.Errorf("%s %v: rate %g, average %g; want %g, %g", tc.task, tc.args, c.LR, c.Average, tc.lr, tc.average)
+		}
+	}
+	for _, bad := range [][]string{{"--policy-lr", "-1"}, {"--policy-average", "1"}, {"--policy-average", "-0.5"}, {"--policy-lr", "+Inf"}} {
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		p := addPolicyFlags(fs)
+		if err := fs.Parse(bad); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.check(); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
 	}
 }

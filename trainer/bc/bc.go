@@ -37,6 +37,9 @@ type Config struct {
 	Batch      int
 	Steps      int
 	Seed       uint64
+	// Average is wbc.Config.Average: the fit's result is then the moving
+	// average of its parameters.
+	Average float64
 }
 
 // DefaultConfig is the trained policies' shape (wbc.DefaultConfig:
@@ -119,7 +122,7 @@ func Fit(ctx context.Context, d *prep.Data, sel Selection, cfg Config, progress 
 	if _, err := nn.NewMLP[float32](rng, []int{sub.ObsDim, 1}, cfg.Activation, nn.Identity); err != nil {
 		return nil, Report{}, err
 	}
-	l, err := wbc.New(sub, wbc.Config{Hidden: cfg.Hidden, Activation: cfg.Activation, LR: cfg.LR, Batch: cfg.Batch}, rng)
+	l, err := wbc.New(sub, wbc.Config{Hidden: cfg.Hidden, Activation: cfg.Activation, LR: cfg.LR, Batch: cfg.Batch, Average: cfg.Average}, rng)
 	if err != nil {
 		return nil, Report{}, err
 	}
@@ -134,8 +137,12 @@ func Fit(ctx context.Context, d *prep.Data, sel Selection, cfg Config, progress 
 		bar.Set(step + 1)
 	}
 	bar.Finish()
-	rep.MeanAbsError = meanAbsError(l.Pi, sub)
-	return l.Net, rep, nil
+	net, err := l.Deployed()
+	if err != nil {
+		return nil, Report{}, err
+	}
+	rep.MeanAbsError = meanAbsError(&nn.SquashedGaussian[float32]{Net: net.Net, ActDim: sub.ActDim}, sub)
+	return net, rep, nil
 }
 
 // subset copies the chosen transitions into a dataset of their own.

@@ -58,7 +58,7 @@ func DefaultTrainConfig(task string) (TrainConfig, error) {
 	}
 	loop := DefaultConfig()
 	loop.L0, loop.Eps = td.L0, td.Eps
-	value, policy := dice.DefaultValueConfig(), wbc.DefaultConfig()
+	value, policy := dice.DefaultValueConfig(), td.Policy(wbc.DefaultConfig())
 	value.Batch, value.InitBatch, policy.Batch = 1024, 1024, 1024
 	value.RefreshRows, loop.StaleCheckEvery = DefaultRefreshRows, 100
 	// As the SMODICE-expert's: with the spec's terminal value of 0 its
