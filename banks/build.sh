@@ -23,7 +23,8 @@ task=${1:?usage: banks/build.sh locomotion|navigation}
 # Locomotion: the test-scale set. Its SMODICE-expert, FRE and Dual-Force runs predate today's
 # defaults and are pinned to what they were built with, so that a rebuild makes what ships:
 # SMODICE and Dual-Force without absorbing falls and without judged checkpoints (the bank is
-# the last iteration's), Dual-Force without rehearsal; the FRE at today's sizes (latents of 32
+# the last iteration's), with the policy's earlier rate 3e-4 and no averaging, Dual-Force
+# without rehearsal; the FRE at today's sizes (latents of 32
 # values keep the bank of every latent met under 5 MB) but the learning rate (1e-4, constant),
 # the 3500 steps and the equal family weights it was trained with.
 #
@@ -43,9 +44,9 @@ task=${1:?usage: banks/build.sh locomotion|navigation}
 case $task in
 locomotion)
 	scale=test
-	smodice_flags=(--check-rollouts 0 --absorbing-falls=false)
+	smodice_flags=(--check-rollouts 0 --absorbing-falls=false --policy-lr 0.0003 --policy-average 0)
 	fre_flags=(--width 64 --latent 32 --decoder 256 --ffn 128 --batch 128 --lr 0.0001 --lr-half-life 0 --family-weights 1,1,1,1 --steps 3500)
-	df_flags=(--absorbing-falls=false --check-rollouts 0 --rehearsal-steps 0)
+	df_flags=(--absorbing-falls=false --check-rollouts 0 --rehearsal-steps 0 --policy-lr 0.0003 --policy-average 0)
 	eval_flags=(--max-latents 30)
 	;;
 navigation)

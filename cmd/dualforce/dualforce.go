@@ -75,9 +75,9 @@ locomotion set (seed 1, 1,000 iterations) 18 of 30 evaluated latents passed the 
 the default 3 steps, 4 of 30 with --rehearsal-steps 0 (the paper's policy update).
 
 --l0 and --eps default to the task's values (` + taskDefaults() + `);
---policy-lr and --policy-average to the task's as in train smodice (its --help says why). --mu-kp adds a
-proportional term to the multipliers (ours, off by default): the imitation share becomes
-sigmoid(mu_i + kp (phi_i - eps)), so a violated constraint raises it at once.
+--policy-lr and --policy-average to the task's as in train smodice (its --help says why).
+--mu-kp adds a proportional term to the multipliers (ours, off by default): the imitation
+share becomes sigmoid(mu_i + kp (phi_i - eps)), so a violated constraint raises it at once.
 
 Every input is checked before the run directory is touched (NaN or Inf, a dataset whose
 layout is not the task's, a SMODICE or FRE run of another dataset). The SMODICE and FRE runs

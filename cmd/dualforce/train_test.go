@@ -212,11 +212,12 @@ func TestPolicyFlagsDefaultToTheTask(t *testing.T) {
 		args        []string
 		lr, average float64
 	}{
-		{"locomotion", nil, 3e-4, 0},
+		{"locomotion", nil, 1e-3, 0.99},
 		{"navigation", nil, 1e-3, 0.99},
 		{"navigation", []string{"--policy-lr", "5e-4"}, 5e-4, 0.99},
 		{"navigation", []string{"--policy-average", "0"}, 1e-3, 0},
-		{"locomotion", []string{"--policy-average", "0.9", "--policy-lr", "0"}, 3e-4, 0.9},
+		{"locomotion", []string{"--policy-average", "0.9", "--policy-lr", "0"}, 1e-3, 0.9},
+		{"locomotion", []string{"--policy-average", "0", "--policy-lr", "3e-4"}, 3e-4, 0},
 	} {
 		fs := flag.NewFlagSet("test", flag.ContinueOnError)
 		p := addPolicyFlags(fs)
