@@ -49,7 +49,7 @@ func fromFile(f *checkpoint.File) ([]*nn.Conditioned[float32], State, error) {
 	}
 	slots := make([]*nn.Conditioned[float32], cfg.Skills)
 	for i := range slots {
-		params, err := f.Float32Array(skillset.DeployedPolicy(f.Float32, i), -1)
+		params, err := f.Float32Array(skillset.DeployedPolicy(i, cfg.Policy.Average > 0), -1)
 		if err != nil {
 			return nil, State{}, err
 		}

@@ -296,9 +296,10 @@ func TestBankFromCheckpointRefusesBadCheckpoints(t *testing.T) {
 	}{
 		{"another algorithm", "a smodice checkpoint", func(f *checkpoint.File) { f.Algorithm = "smodice" }},
 		{"config not JSON", "config", func(f *checkpoint.File) { f.Config = []byte("{") }},
-		{"no policy of skill 1", "skill1.policy", func(f *checkpoint.File) { delete(f.Float32, skillset.LearnerArray(1, "policy")) }},
+		// The deployed policy: the task's default averages it.
+		{"no policy of skill 1", "skill1.policy_average", func(f *checkpoint.File) { delete(f.Float32, skillset.DeployedPolicy(1, cfg.Policy.Average > 0)) }},
 		{"policy cut short", "skill 2", func(f *checkpoint.File) {
-			p := skillset.LearnerArray(2, "policy")
+			p := skillset.DeployedPolicy(2, cfg.Policy.Average > 0)
 			f.Float32[p] = f.Float32[p][:100]
 		}},
 		{"a latent missing", ArrayZ, func(f *checkpoint.File) { f.Float32[ArrayZ] = f.Float32[ArrayZ][8:] }},

@@ -44,11 +44,11 @@ const valueCache = "value_cache"
 // (wbc.Config.Average), present only when it keeps them.
 const policyAverage = "policy_average"
 
-// DeployedPolicy names the array of skill i's deployed policy among a
-// checkpoint's arrays: the averaged parameters where the learner kept them,
-// else the last iterate's.
-func DeployedPolicy(f32 map[string][]float32, i int) string {
-	if _, ok := f32[LearnerArray(i, policyAverage)]; ok {
+// DeployedPolicy names the checkpoint array of skill i's deployed policy:
+// the averaged parameters for learners that keep them (averaged), else the
+// last iterate's.
+func DeployedPolicy(i int, averaged bool) string {
+	if averaged {
 		return LearnerArray(i, policyAverage)
 	}
 	return LearnerArray(i, "policy")

@@ -255,13 +255,12 @@ func (l *Learner) State() State {
 // ErrState reports a state that does not fit the learner.
 var ErrState = errors.New("wbc: state does not fit this learner")
 
-// Restore replaces the learner's state with a copy of s. A learner that
-// averages and a state without an average (a run resumed with averaging
-// newly on) starts the average at the state's parameters; a learner that
-// does not average ignores one. On error the learner is unchanged.
+// Restore replaces the learner's state with a copy of s. A state must carry
+// an average exactly when the learner keeps one. On error the learner is
+// unchanged.
 func (l *Learner) Restore(s State) error {
-	if l.avg != nil && s.Average != nil && len(s.Average) != len(l.avg) {
-		return fmt.Errorf("%w: an average of %d parameters, the policy has %d", ErrState, len(s.Average), len(l.avg))
+	if (l.avg == nil) != (s.Average == nil) || len(s.Average) != len(l.avg) {
+		return fmt.Errorf("%w: an average of %d parameters, the learner keeps one of %d", ErrState, len(s.Average), len(l.avg))
 	}
 	for i, v := range s.Average {
 		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
@@ -271,13 +270,7 @@ func (l *Learner) Restore(s State) error {
 	if err := l.Net.Restore(l.opt, s.Params, s.Adam, s.LatentAdam); err != nil {
 		return fmt.Errorf("%w: %w", ErrState, err)
 	}
-	switch {
-	case l.avg == nil:
-	case s.Average != nil:
-		copy(l.avg, s.Average)
-	default:
-		copy(l.avg, s.Params)
-	}
+	copy(l.avg, s.Average)
 	return nil
 }
 

@@ -286,8 +286,8 @@ func TestRestoreContinuesBitIdentically(t *testing.T) {
 // TestAverageFollowsTheIterates: with Config.Average the learner keeps
 // avg_t = d_t avg_{t-1} + (1 - d_t) theta_t, d_t = min(Average, (1+t)/(10+t)),
 // from the initial parameters; it is what Deployed builds and State saves,
-// and a resumed learner continues it bit-identically (also from a state
-// saved without an average, which starts it at the parameters).
+// and a resumed learner continues it bit-identically. A state without an
+// average, or with a damaged one, is refused.
 func TestAverageFollowsTheIterates(t *testing.T) {
 	data, _ := pointSet(500, 3)
 	cfg := smallConfig()
@@ -336,13 +336,8 @@ func TestAverageFollowsTheIterates(t *testing.T) {
 	if !slices.Equal(l.State().Average, resumed.State().Average) {
 		t.Fatal("the resumed average differs from the straight run's")
 	}
-	noAverage := st
-	noAverage.Average = nil
-	if got := resume(noAverage).State().Average; !slices.Equal(got, st.Params) {
-		t.Fatal("a state without an average does not start it at the parameters")
-	}
-
 	for name, bad := range map[string][]float32{
+		"missing":    nil,
 		"short":      st.Average[:3],
 		"non-finite": append(slices.Clone(st.Average[:len(st.Average)-1]), float32(math.NaN())),
 	} {
@@ -368,6 +363,9 @@ func TestAverageFollowsTheIterates(t *testing.T) {
 	plain.Step()
 	if s := plain.State(); s.Average != nil || !slices.Equal(s.Deployed(), s.Params) {
 		t.Fatal("a learner without averaging keeps an average")
+	}
+	if err := plain.Restore(st); !errors.Is(err, ErrState) {
+		t.Errorf("a state with an average into a learner without: %v, want ErrState", err)
 	}
 	if net, err := plain.Deployed(); err != nil || net != plain.Net {
 		t.Fatalf("Deployed without averaging is not the learner's network: %v", err)
