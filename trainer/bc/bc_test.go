@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"path/filepath"
 	"testing"
 
@@ -138,5 +139,41 @@ func TestFitRefusesBadConfig(t *testing.T) {
 	cfg.Batch = 0
 	if _, _, err := Fit(context.Background(), &prep.Data{}, Selection{}, cfg, nil, true); !errors.Is(err, ErrConfig) {
 		t.Fatalf("Fit with batch 0: %v", err)
+	}
+}
+
+// With Average set the fit returns the average of its iterates, not the last one: the same
+// fit with and without averaging draws the same batches, so its networks differ only there.
+func TestFitDeploysTheAverage(t *testing.T) {
+	off, _ := datafiletest.Datasets(t, datafiletest.Small, 2)
+	in, err := prep.FromFiles("", off, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := prep.Prepare(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel, err := Select(off, ExpertLabel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Hidden, cfg.Batch, cfg.Steps = []int{16}, 64, 30
+	last, _, err := Fit(context.Background(), d, sel, cfg, nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _, err := Fit(context.Background(), d, sel, cfg, nil, true)
+	if err != nil || !slices.Equal(last.Params(), again.Params()) {
+		t.Fatalf("two plain fits differ (%v): the comparison below means nothing", err)
+	}
+	cfg.Average = 0.9
+	averaged, _, err := Fit(context.Background(), d, sel, cfg, nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Equal(last.Params(), averaged.Params()) {
+		t.Fatal("the averaged fit returned the last iterate")
 	}
 }
