@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"math"
-	"slices"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/dualforce/dualforce/skills"
