@@ -52,9 +52,10 @@ func TestSelect(t *testing.T) {
 	}
 }
 
-// TestFitClonesTheBehaviour fits the synthetic expert and checks the bank
-// that comes out: named, tagged, and acting like the trainer's policy.
-func TestFitClonesTheBehaviour(t *testing.T) {
+// smallExpert is the small synthetic task prepared for fitting, its offline file and the
+// selection of its expert's transitions.
+func smallExpert(t *testing.T) (*prep.Data, *datafile.Offline, Selection) {
+	t.Helper()
 	off, _ := datafiletest.Datasets(t, datafiletest.Small, 2)
 	in, err := prep.FromFiles("", off, nil)
 	if err != nil {
@@ -68,6 +69,13 @@ func TestFitClonesTheBehaviour(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return d, off, sel
+}
+
+// TestFitClonesTheBehaviour fits the synthetic expert and checks the bank
+// that comes out: named, tagged, and acting like the trainer's policy.
+func TestFitClonesTheBehaviour(t *testing.T) {
+	d, off, sel := smallExpert(t)
 	cfg := DefaultConfig()
 	cfg.Hidden, cfg.Batch, cfg.Steps, cfg.LR = []int{64, 64}, 256, 1500, 1e-3
 	pi, rep, err := Fit(context.Background(), d, sel, cfg, nil, true)
@@ -145,19 +153,7 @@ func TestFitRefusesBadConfig(t *testing.T) {
 // With Average set the fit returns the average of its iterates, not the last one: the same
 // fit with and without averaging draws the same batches, so its networks differ only there.
 func TestFitDeploysTheAverage(t *testing.T) {
-	off, _ := datafiletest.Datasets(t, datafiletest.Small, 2)
-	in, err := prep.FromFiles("", off, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := prep.Prepare(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sel, err := Select(off, ExpertLabel)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, _, sel := smallExpert(t)
 	cfg := DefaultConfig()
 	cfg.Hidden, cfg.Batch, cfg.Steps = []int{16}, 64, 30
 	last, _, err := Fit(context.Background(), d, sel, cfg, nil, true)
