@@ -130,6 +130,9 @@ func (s *Summary) validate(dim int, filtered bool) error {
 				return fmt.Errorf("rollout %d: switch %d at %v s, position %v, latents %d -> %d of %d considered", k, i, sw.Time, sw.Pos, sw.From, sw.To, sw.Considered)
 			}
 		}
+		if g := ro.Goal; g != nil && !(finite(g[0], g[1], ro.GoalDistance) && g[2] >= 0 && ro.GoalDistance >= 0) {
+			return fmt.Errorf("rollout %d: goal %v, ended %v m from it", k, *g, ro.GoalDistance)
+		}
 		if p := ro.Path; p != nil {
 			if len(p.X) != len(p.Y) || len(p.X) != len(p.Height) {
 				return fmt.Errorf("rollout %d: path of %d x, %d y, %d heights", k, len(p.X), len(p.Y), len(p.Height))

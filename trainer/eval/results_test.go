@@ -83,6 +83,10 @@ func TestDecodeResultRefuses(t *testing.T) {
 		{"filtered without a verdict", "filter verdict", func(r *Result) { r.Subjects[1].Passed = nil }},
 		{"switch before the skill started", "switch 0 at -1 s", func(r *Result) { r.Subjects[1].Rollouts[0].Switches[0].Time = -1 }},
 		{"switch to a negative latent", "latents 1 -> -2", func(r *Result) { r.Subjects[1].Rollouts[0].Switches[0].To = -2 }},
+		{"goal of negative radius", "goal [2 0 -0.25]", func(r *Result) { r.Subjects[0].Rollouts[0].Goal = &[3]float64{2, 0, -0.25} }},
+		{"negative distance to the goal", "ended -1 m", func(r *Result) {
+			r.Subjects[0].Rollouts[0].Goal, r.Subjects[0].Rollouts[0].GoalDistance = &[3]float64{2, 0, 0.25}, -1
+		}},
 		{"ragged path", "path of 2 x, 2 y, 1 heights", func(r *Result) { r.Subjects[0].Rollouts[0].Path.Height = []float64{1} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
