@@ -75,7 +75,7 @@ locomotion set (seed 1, 1,000 iterations) 18 of 30 evaluated latents passed the 
 the default 3 steps, 4 of 30 with --rehearsal-steps 0 (the paper's policy update).
 
 --l0 and --eps default to the task's values (` + taskDefaults() + `);
---policy-lr and --policy-average to the task's as in train smodice (its --help says why).
+--policy-lr and --policy-average are train smodice's (its --help says why).
 --mu-kp adds a proportional term to the multipliers (ours, off by default): the imitation
 share becomes sigmoid(mu_i + kp (phi_i - eps)), so a violated constraint raises it at once.
 
@@ -128,7 +128,7 @@ func runTrainDualForce(ctx context.Context, args []string, stdout, stderr io.Wri
 	rehearsalRows := fs.Int("rehearsal-rows", def.Loop.RehearsalRows, "rows of an earlier iteration's weights kept for rehearsal")
 	rehearsalKeep := fs.Int("rehearsal-keep", def.Loop.RehearsalKeep, "earlier iterations kept for rehearsal per skill, spread evenly over the run")
 	hidden := fs.Int("hidden", def.Value.Hidden[0], "width of the value and policy networks' two hidden layers")
-	policy := addPolicyFlags(fs)
+	policy := addPolicyFlags(fs, def.Policy)
 	refreshRows := fs.Int("refresh-rows", def.Value.RefreshRows, "rows whose V each iteration's weight pass re-evaluates, in turn (0: every row)")
 	subsets := fs.Int("subsets", 32, "subsets of offline states each latent averages over (m)")
 	pool := fs.Int("fre-pool", defaultFREPool, "the --pool the FRE run was trained with")

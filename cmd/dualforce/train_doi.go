@@ -35,8 +35,8 @@ classifier's loss and mean entropy H(q), which nears log n when q collapses to u
 DISDAIN bonus; the mean minimum distance of the skills' offline SFs), checkpoint.npz (the
 whole state, written atomically every --checkpoint-every iterations and on Ctrl-C) and
 bank.npz (n slots, one latent per skill, doi-skill<z>), unless --bank says where.
-'dualforce report DIR' plots the metrics. --policy-lr and --policy-average default to the
-task's, as in train smodice (its --help says why).
+'dualforce report DIR' plots the metrics. --policy-lr and --policy-average are train
+smodice's (its --help says why).
 
 --resume continues a run from DIR's checkpoint and ends with the same bank, bit for bit, as an
 uninterrupted run; only --iters and --checkpoint-every may change between the two, and a
@@ -48,7 +48,7 @@ if given, must name the run it started with.
 func runTrainDOI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	def := doi.DefaultConfig()
 	fs := newFlagSet("train doi", trainDOIUsage, stderr)
-	tf := addTrainingFlags(fs, def.Run, def.DiscSteps, def.Value.Batch, def.ValueSteps, def.PolicySteps, def.Seed, def.Value.AbsorbingFalls)
+	tf := addTrainingFlags(fs, def.Run, def.DiscSteps, def.Value.Batch, def.ValueSteps, def.PolicySteps, def.Policy, def.Seed, def.Value.AbsorbingFalls)
 	nSkills := fs.Int("skills", def.Skills, "number of skills n")
 	eps := fs.Float64("eps", def.Epsilon, "constraint bound eps on phi_z (paper: locomotion 4, navigation 1)")
 	disdain := fs.Float64("disdain", 0, "weight of the DISDAIN bonus (0: plain DOI)")
@@ -74,9 +74,7 @@ func runTrainDOI(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	if err := tf.policy.forTask(data.Task, &cfg.Policy); err != nil {
-		return err
-	}
+	tf.policy.apply(&cfg.Policy)
 	var expertCk *smodice.Checkpoint
 	if *expertRun != "" {
 		if expertCk, err = smodice.Read(filepath.Join(*expertRun, trainrun.CheckpointFile)); err != nil {

@@ -203,41 +203,37 @@ func TestTrainingCommandsRefuseBadInput(t *testing.T) {
 	}
 }
 
-// TestPolicyFlagsDefaultToTheTask: without --policy-lr and --policy-average a method's policy
-// takes the task's rate and averaging (prep.Task.Policy); given, they win, --policy-average 0
-// included (it turns averaging off, where 0 would otherwise look like "not given").
-func TestPolicyFlagsDefaultToTheTask(t *testing.T) {
+// TestPolicyFlags: without --policy-lr and --policy-average a method's policy keeps its
+// defaults; given, they win, --policy-average 0 (the last iterate) included; values no learner
+// can use are refused.
+func TestPolicyFlags(t *testing.T) {
+	def := wbc.DefaultConfig()
 	for _, tc := range []struct {
-		task        string
 		args        []string
 		lr, average float64
 	}{
-		{"locomotion", nil, 1e-3, 0.99},
-		{"navigation", nil, 1e-3, 0.99},
-		{"navigation", []string{"--policy-lr", "5e-4"}, 5e-4, 0.99},
-		{"navigation", []string{"--policy-average", "0"}, 1e-3, 0},
-		{"locomotion", []string{"--policy-average", "0.9", "--policy-lr", "0"}, 1e-3, 0.9},
-		{"locomotion", []string{"--policy-average", "0", "--policy-lr", "3e-4"}, 3e-4, 0},
+		{nil, def.LR, def.Average},
+		{[]string{"--policy-lr", "5e-4"}, 5e-4, def.Average},
+		{[]string{"--policy-average", "0"}, def.LR, 0},
+		{[]string{"--policy-average", "0.9", "--policy-lr", "3e-4"}, 3e-4, 0.9},
 	} {
 		fs := flag.NewFlagSet("test", flag.ContinueOnError)
-		p := addPolicyFlags(fs)
+		p := addPolicyFlags(fs, def)
 		if err := fs.Parse(tc.args); err != nil {
 			t.Fatal(err)
 		}
 		if err := p.check(); err != nil {
 			t.Fatal(err)
 		}
-		c := wbc.DefaultConfig()
-		if err := p.forTask(tc.task, &c); err != nil {
-			t.Fatal(err)
-		}
+		c := wbc.Config{LR: 1, Average: 0.5}
+		p.apply(&c)
 		if c.LR != tc.lr || c.Average != tc.average {
-			t.Errorf("%s %v: rate %g, average %g; want %g, %g", tc.task, tc.args, c.LR, c.Average, tc.lr, tc.average)
+			t.Errorf("%v: rate %g, average %g; want %g, %g", tc.args, c.LR, c.Average, tc.lr, tc.average)
 		}
 	}
-	for _, bad := range [][]string{{"--policy-lr", "-1"}, {"--policy-average", "1"}, {"--policy-average", "-0.5"}, {"--policy-lr", "+Inf"}} {
+	for _, bad := range [][]string{{"--policy-lr", "-1"}, {"--policy-lr", "0"}, {"--policy-lr", "NaN"}, {"--policy-average", "1"}, {"--policy-average", "-0.5"}, {"--policy-lr", "+Inf"}} {
 		fs := flag.NewFlagSet("test", flag.ContinueOnError)
-		p := addPolicyFlags(fs)
+		p := addPolicyFlags(fs, def)
 		if err := fs.Parse(bad); err != nil {
 			t.Fatal(err)
 		}

@@ -42,11 +42,14 @@ type Config struct {
 	Average float64
 }
 
-// DefaultConfig is the trained policies' shape (wbc.DefaultConfig:
-// 256-256 ReLU, Adam 3e-4) with batches of 1024 for 20000 steps.
+// DefaultConfig is the trained policies' shape (wbc.DefaultConfig: 256-256
+// ReLU) with batches of 1024 for 20000 steps at Adam 3e-4 and the last
+// iterate: that many steps are enough at the slower rate (a clone of the
+// navigation expert reached the goal in 30 of 30 rollouts, 0.01 m from it),
+// and the baselines reported were fitted so.
 func DefaultConfig() Config {
 	d := wbc.DefaultConfig()
-	return Config{Hidden: d.Hidden, Activation: d.Activation, LR: d.LR, Batch: 1024, Steps: 20000, Seed: 1}
+	return Config{Hidden: d.Hidden, Activation: d.Activation, LR: 3e-4, Batch: 1024, Steps: 20000, Seed: 1}
 }
 
 // ErrUnknownMode reports a label that names no behaviour of the dataset.

@@ -43,8 +43,8 @@ type TrainConfig struct {
 }
 
 // DefaultTrainConfig is n = 3 skills with the task's l0 and eps (the
-// paper's: prep.Tasks) and otherwise the SMODICE-expert's schedule: V and pi
-// 256-256 ReLU with Adam 3e-4 and batch 1024, five value and five policy
+// paper's: prep.Tasks) and otherwise the SMODICE-expert's schedule: V (256-256
+// ReLU, Adam 3e-4) and pi (wbc.DefaultConfig) with batch 1024, five value and five policy
 // steps per outer iteration, 2000 iterations checkpointed every 100. On sets
 // larger than DefaultRefreshRows each iteration's weight pass re-evaluates
 // V on one block of that many rows (dice.ValueConfig.RefreshRows), and its
@@ -58,7 +58,7 @@ func DefaultTrainConfig(task string) (TrainConfig, error) {
 	}
 	loop := DefaultConfig()
 	loop.L0, loop.Eps = td.L0, td.Eps
-	value, policy := dice.DefaultValueConfig(), td.Policy(wbc.DefaultConfig())
+	value, policy := dice.DefaultValueConfig(), wbc.DefaultConfig()
 	value.Batch, value.InitBatch, policy.Batch = 1024, 1024, 1024
 	value.RefreshRows, loop.StaleCheckEvery = DefaultRefreshRows, 100
 	// As the SMODICE-expert's: with the spec's terminal value of 0 its

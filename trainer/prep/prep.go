@@ -12,7 +12,6 @@ import (
 	"github.com/dualforce/dualforce/skills"
 	"github.com/dualforce/dualforce/trainer/datafile"
 	"github.com/dualforce/dualforce/trainer/dataset"
-	"github.com/dualforce/dualforce/trainer/wbc"
 )
 
 // Task names.
@@ -32,33 +31,12 @@ type Task struct {
 	// L0 and Eps are Dual-Force's distance scale and constraint bound
 	// (spec/dualforce.md, paper settings).
 	L0, Eps float64
-	// PolicyLR and PolicyAverage are the policy learner's Adam rate and
-	// parameter averaging (wbc.Config.LR, Average) for every method; 0 keeps
-	// wbc's. At wbc's 3e-4 the policies were undertrained after the few
-	// thousand steps the methods give them: clones of the navigation expert
-	// stopped short of the goal (5,000 steps: 73% of 30 rollouts, 0.14 m
-	// from it; at 1e-3 100%, 0.02 m), clones of a locomotion gait stood
-	// (the high gait after 5,000 steps: return 59 against 824 at 1e-3), and
-	// so did Dual-Force's locomotion skills on the gaits their weights held.
-	PolicyLR, PolicyAverage float64
-}
-
-// Policy returns c with the task's policy rate and averaging where it sets
-// them.
-func (t Task) Policy(c wbc.Config) wbc.Config {
-	if t.PolicyLR > 0 {
-		c.LR = t.PolicyLR
-	}
-	if t.PolicyAverage > 0 {
-		c.Average = t.PolicyAverage
-	}
-	return c
 }
 
 // Tasks is the registry of tasks by name.
 var Tasks = map[string]Task{
-	TaskLocomotion: {Name: TaskLocomotion, Layout: skills.LayoutLocomotion48, L0: 6, Eps: 4, PolicyLR: 1e-3, PolicyAverage: 0.99},
-	TaskNavigation: {Name: TaskNavigation, Layout: skills.LayoutNavigation171, L0: 4, Eps: 1, PolicyLR: 1e-3, PolicyAverage: 0.99},
+	TaskLocomotion: {Name: TaskLocomotion, Layout: skills.LayoutLocomotion48, L0: 6, Eps: 4},
+	TaskNavigation: {Name: TaskNavigation, Layout: skills.LayoutNavigation171, L0: 4, Eps: 1},
 }
 
 func init() {

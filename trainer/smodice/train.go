@@ -49,9 +49,10 @@ type Config struct {
 
 // DefaultConfig is the spec's discriminator (256-256 tanh, Adam 3e-4,
 // batch 256, penalty 10, r_E clipped at 6.9) trained 20000 steps with 10%
-// held out, then V and pi 256-256 ReLU, Adam 3e-4, gamma 0.99, batches of
-// 1024, for 2000 iterations of 5 value steps, one whole-set weight pass and
-// 5 policy steps, checkpointed every 100.
+// held out, then V (256-256 ReLU, Adam 3e-4, gamma 0.99) and pi
+// (wbc.DefaultConfig: Adam 1e-3, averaged) with batches of 1024, for 2000
+// iterations of 5 value steps, one whole-set weight pass and 5 policy steps,
+// checkpointed every 100.
 //
 // Five value steps per policy step, not one: the discriminator cannot tell
 // the standing start states of the behaviours apart, so at the start the
