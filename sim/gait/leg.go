@@ -92,6 +92,35 @@ func LegIK(leg int, p [3]float64) ([3]float64, error) {
 	return [3]float64{haa, hfe, kfe}, nil
 }
 
+// Reach limits of a clamped foot target (m from the hip): just short of the straight leg, where
+// the knee angle is still defined, and at least minDepth below the hip, where the foot is clear
+// of the HAA axis's lateral offset and a front (hind) leg can still fold behind (before) it.
+const (
+	maxReach = thighLength + shankLength - 0.002
+	minDepth = 0.08
+)
+
+// ClampReach moves a foot target p (base frame) of leg into the leg's reach: down to minDepth
+// below the hip if it is higher, then in towards the hip along the leg's plane to maxReach if it
+// is further. A stretched or folded leg that points where the foot should be is a target the
+// joints can track; a target within reach comes back unchanged.
+func ClampReach(leg int, p [3]float64) [3]float64 {
+	hip := Hip(leg)
+	p[2] = min(p[2], hip[2]-minDepth)
+	x, y, z := p[0]-hip[0], p[1]-hip[1], p[2]-hip[2]
+	y0 := side(leg) * legOffsetY
+	r2 := y*y + z*z - y0*y0
+	if x*x+r2 <= maxReach*maxReach {
+		return p
+	}
+	// Scale the leg's sagittal vector (x, zs) and turn it back about the HAA axis.
+	k := maxReach / math.Sqrt(x*x+r2)
+	zs := -math.Sqrt(r2)
+	haa := math.Atan2(z, y) - math.Atan2(zs, y0)
+	c, s := math.Cos(haa), math.Sin(haa)
+	return [3]float64{hip[0] + k*x, hip[1] + y0*c - k*zs*s, hip[2] + y0*s + k*zs*c}
+}
+
 // LegJacobian is d(foot position)/d(q) of one leg, by central differences of FootPosition: the
 // controller needs it only to pre-compensate gravity, where this accuracy is ample.
 func LegJacobian(leg int, q [3]float64) (j [3][3]float64) {
