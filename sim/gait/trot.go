@@ -22,6 +22,13 @@ type Params struct {
 	Kp float64 `json:"kp"`
 	// Mass is the robot mass carried by the stance legs, kg.
 	Mass float64 `json:"mass"`
+	// Climb adapts the trot to steps in Base.Terrain, such as a box it walks over: a foot
+	// stands on the ground it landed on, lands clear of a step's edge and swings StepHeight
+	// above the highest ground on its way, and the base rises with the ground ahead of the
+	// feet as far as the lowest foot still reaches (see raise). Off, feet follow the terrain
+	// under their targets at a base height over flat ground: the gait on flat ground and of
+	// every dataset collected before Climb, which stays bit for bit what it was.
+	Climb bool `json:"climb,omitempty"`
 }
 
 // DefaultParams is a middle-height trot in place.
@@ -68,7 +75,16 @@ func (b *Base) ground(x, y float64) float64 {
 type Trot struct {
 	P     Params
 	phase float64 // in [0,1)
+	// stand is each foot's foothold when Climb is set: where it stands, or will land while it
+	// swings; lift is where a swinging foot took off.
+	stand, lift [NumLegs]foothold
+	// rise is how far the base is raised over flat ground when Climb is set.
+	rise float64
 }
+
+// foothold is where a foot stands: the ground height under it, and how far (m, along the base's
+// x) it was moved from its stride's nominal point to keep off a step's edge.
+type foothold struct{ ground, shift float64 }
 
 // SetPhase moves the gait clock to phase p (taken modulo 1): episodes start at different points
 // of the cycle.
@@ -97,7 +113,9 @@ func (t *Trot) Targets(dt float64, base Base) ([12]float64, error) {
 		t.phase = math.Mod(t.phase+dt/p.Period, 1)
 	}
 	stanceTime := p.Duty * p.Period
-	var q [12]float64
+	var feet [NumLegs][3]float64
+	var ground [NumLegs]float64 // the ground height under each foot, or under a swing foot's path
+	var inStance [NumLegs]bool
 	for leg := range NumLegs {
 		nom := NominalFoot(leg, p.Height)
 		// Stance feet slide backwards under the hip at the commanded base velocity (including the
@@ -106,38 +124,145 @@ func (t *Trot) Targets(dt float64, base Base) ([12]float64, error) {
 		vy := p.VY + p.YawRate*nom[0]
 		half := [2]float64{vx * stanceTime / 2, vy * stanceTime / 2}
 		foot := nom
-		inStance := true
+		inStance[leg] = true
 		if p.Period > 0 {
 			psi := math.Mod(t.phase+legPhaseOffset[leg], 1)
 			if psi < p.Duty {
 				s := psi / p.Duty
 				foot[0] += half[0] * (1 - 2*s)
 				foot[1] += half[1] * (1 - 2*s)
-				foot[2] += base.ground(foot[0], foot[1])
+				if p.Climb {
+					// A planted foot stays where it landed, on that ground, even where a base
+					// slower than its command slides the foot's target back over an edge.
+					f := t.stand[leg]
+					t.lift[leg] = f
+					foot[0] += f.shift
+					ground[leg] = f.ground
+				} else {
+					ground[leg] = base.ground(foot[0], foot[1])
+				}
+				foot[2] += ground[leg]
 			} else {
-				inStance = false
+				inStance[leg] = false
 				s := (psi - p.Duty) / (1 - p.Duty)
 				// Raibert: land further ahead when the base runs ahead of the command.
 				catchX := p.RaibertGain * (base.LinVel[0] - p.VX)
 				catchY := p.RaibertGain * (base.LinVel[1] - p.VY)
 				forward, lift := swingProfile(s)
-				from := base.ground(nom[0]-half[0], nom[1]-half[1])
-				to := base.ground(nom[0]+half[0]+catchX, nom[1]+half[1]+catchY)
 				foot[0] += -half[0] + forward*(2*half[0]+catchX)
 				foot[1] += -half[1] + forward*(2*half[1]+catchY)
-				foot[2] += from + forward*(to-from) + p.StepHeight*lift
+				if p.Climb {
+					// The foot lands where the base, at its measured velocity, will have
+					// carried the landing point by touchdown, moved off a step's edge; it
+					// swings StepHeight above its take-off ground and the ground just ahead.
+					ahead := (1 - s) * (1 - p.Duty) * p.Period
+					mx := base.LinVel[0] - base.AngVel[2]*nom[1]
+					my := base.LinVel[1] + base.AngVel[2]*nom[0]
+					x, y := nom[0]+half[0]+catchX+mx*ahead, nom[1]+half[1]+catchY+my*ahead
+					shift := base.footholdShift(x, y)
+					from, to := t.lift[leg], foothold{ground: base.ground(x+shift, y), shift: shift}
+					t.stand[leg] = to
+					foot[0] += from.shift + forward*(to.shift-from.shift)
+					ground[leg] = from.ground + forward*(to.ground-from.ground)
+					top := max(from.ground, base.highest(foot[0], foot[1], swingLook)) + p.StepHeight
+					foot[2] += ground[leg] + lift*(top-ground[leg])
+				} else {
+					from := base.ground(nom[0]-half[0], nom[1]-half[1])
+					to := base.ground(nom[0]+half[0]+catchX, nom[1]+half[1]+catchY)
+					foot[2] += from + forward*(to-from) + p.StepHeight*lift
+				}
 			}
+		}
+		feet[leg] = foot
+	}
+	if p.Climb {
+		t.raise(dt, base, feet, ground)
+	}
+	var q [12]float64
+	for leg, foot := range feet {
+		if p.Climb {
+			// Lower the feet under the raised base, into the reach of legs a step makes too
+			// short or too long.
+			foot[2] -= t.rise
+			foot = ClampReach(leg, foot)
 		}
 		ql, err := LegIK(leg, foot)
 		if err != nil {
 			return q, fmt.Errorf("leg %d at %.3f: %w", leg, foot, err)
 		}
-		if inStance && p.Kp > 0 {
+		if inStance[leg] && p.Kp > 0 {
 			ql = addGravityShare(leg, ql, p, t.stanceLegs())
 		}
 		copy(q[3*leg:3*leg+3], ql[:])
 	}
 	return q, nil
+}
+
+// Terrain-aware trotting (Params.Climb); distances in m along the base's x, times in s.
+const (
+	// stepShort is how far short of a step up a foot lands at least: the next swing must carry
+	// it forward before it can lift it over the edge, as a front leg cannot lift a foot high
+	// behind its hip (its HFE joint reaches its limit).
+	stepShort = 0.06
+	// stepBeyond is how far beyond a step's edge a foot lands at least: a swing that falls a
+	// little short still lands on the step, not on its edge.
+	stepBeyond = 0.03
+	// swingLook is how far ahead of a swing foot the ground it must clear is looked for: far
+	// enough for the joints to lift the foot before it gets there.
+	swingLook = 0.06
+	// riseLook is how far ahead of each foot the base looks for higher ground to rise to: about
+	// the stride, so the base is up before a front foot swings onto a step.
+	riseLook = 0.15
+	// riseReach is how far the base rises above the lowest foot's ground at most: its leg then
+	// still reaches down with a stride's worth of slack, where a base level over the highest foot
+	// would leave it hanging.
+	riseReach = 0.07
+	// riseRate (m/s) is how fast the base rises and falls to the height it aims for.
+	riseRate = 0.5
+	// terrainProbe is the spacing of the terrain samples that find a step's edge.
+	terrainProbe = 0.005
+)
+
+// raise moves the base's rise over flat ground towards the highest ground under or just ahead of
+// the feet (feet, base frame, and ground, the height under each foot or its swing), up to
+// riseReach above the lowest foot, at riseRate. A higher base gives the legs room to lift a
+// foot onto a step: Solo12's front legs fold their feet up only under and before the hip.
+func (t *Trot) raise(dt float64, base Base, feet [NumLegs][3]float64, ground [NumLegs]float64) {
+	low, high := math.Inf(1), math.Inf(-1)
+	for leg, f := range feet {
+		low = min(low, ground[leg])
+		high = max(high, base.highest(f[0], f[1], riseLook))
+	}
+	aim, step := min(high, low+riseReach), riseRate*dt
+	t.rise = min(max(aim, t.rise-step), t.rise+step)
+}
+
+// highest is the highest ground under a foot at base-frame point (x, y), from the foot's back
+// edge to ahead in front of it.
+func (b *Base) highest(x, y, ahead float64) float64 {
+	h := b.ground(x-FootRadius, y)
+	for i := range int(math.Round(ahead/terrainProbe)) + 1 {
+		h = max(h, b.ground(x+float64(i)*terrainProbe, y))
+	}
+	return h
+}
+
+// footholdShift is how far along x to move a foothold at base-frame point (x, y) to keep it off
+// a step's edge: back to stepShort before a step up that begins less than stepShort ahead, or
+// forward to stepBeyond past the edge of a step up it stands less than stepBeyond beyond.
+func (b *Base) footholdShift(x, y float64) float64 {
+	g := b.ground(x, y)
+	for i := 1; i <= int(math.Round(stepShort/terrainProbe)); i++ {
+		if d := float64(i) * terrainProbe; b.ground(x+d, y) > g {
+			return d - terrainProbe - stepShort // the edge is within a probe before x+d
+		}
+	}
+	for i := 1; i <= int(math.Round(stepBeyond/terrainProbe)); i++ {
+		if d := float64(i) * terrainProbe; b.ground(x-d, y) < g {
+			return stepBeyond - d + terrainProbe // the edge is within a probe after x-d
+		}
+	}
+	return 0
 }
 
 // swingRise is the fraction of a swing spent lifting the foot, and again lowering it.
