@@ -236,8 +236,8 @@ func locomotionPlan(n counts) (*Plan, error) {
 	}, nil
 }
 
-// Navigation gaits: the route's cruise speed (m/s), turning rate (rad/s), the step height over
-// the box (m) and the clearance kept beside it (m).
+// Navigation gaits: the route's cruise speed (m/s), turning rate (rad/s), the swing clearance
+// over the box (m; the over route climbs, gait.Params.Climb) and the clearance kept beside it (m).
 const (
 	navSpeed     = 0.5
 	navTurnRate  = 1.2
@@ -250,7 +250,7 @@ func navigate(route behave.Route) behave.Spec {
 	g := gait.DefaultParams()
 	g.VX, g.YawRate, g.Kp = navSpeed, navTurnRate, Kp
 	if route == behave.RouteOver {
-		g.StepHeight = navOverStep
+		g.StepHeight, g.Climb = navOverStep, true
 	}
 	return behave.Spec{
 		Kind: behave.KindNavigate, Gait: g, Route: route, Clearance: navClearance,
@@ -283,7 +283,8 @@ func navigationPlan(n counts) (*Plan, error) {
 		variant("tight", r, 0.06, func(s *behave.Spec) { s.Clearance = 0 }, Jitter{})
 		variant("rushed", r, 0.05, func(s *behave.Spec) { s.Gait.VX, s.SpeedGain = 0.7, 0 }, Jitter{Period: 0.06})
 	}
-	variant("stumble", behave.RouteOver, 0.11, func(s *behave.Spec) { s.Gait.StepHeight = 0.03 }, Jitter{})
+	// Stumbling: low steps of a gait that does not adapt to the box (no Climb).
+	variant("stumble", behave.RouteOver, 0.11, func(s *behave.Spec) { s.Gait.StepHeight, s.Gait.Climb = 0.03, false }, Jitter{})
 	behaviour = append(behaviour, share{Mode{Name: "random", Spec: behave.Spec{Kind: behave.KindRandom, RandomStd: randomStd}}, 0.10})
 	return &Plan{
 		Task: Task{
