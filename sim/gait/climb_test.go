@@ -13,6 +13,8 @@ func TestFootholdShift(t *testing.T) {
 		}
 		return 0
 	}
+	// A 0.1 m step down whose edge is at x = -0.5 m.
+	down := func(x, _ float64) float64 { return step(-x, 0) }
 	cases := []struct {
 		name    string
 		terrain func(x, y float64) float64
@@ -24,7 +26,9 @@ func TestFootholdShift(t *testing.T) {
 		{"at the foot of the step", step, 0.499, 0.5 - stepShort},
 		{"on the edge", step, 0.505, 0.5 + stepBeyond},
 		{"well on the step", step, 0.56, 0.56},
-		{"past a step down", func(x, _ float64) float64 { return step(-x, 0) }, -0.49, -0.49},
+		{"on top, just before a step down", down, -0.51, -0.5 + stepBeyond},
+		{"just past a step down", down, -0.49, -0.5 + stepBeyond},
+		{"well past a step down", down, -0.40, -0.40},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -112,7 +116,7 @@ func TestClimbOverBox(t *testing.T) {
 			if math.Abs(z-ground) > 1e-6 {
 				t.Fatalf("step %d: stance foot %d at x %.3f stands %.4f m high on ground %.2f", i, leg, x, z, ground)
 			}
-			if (x > boxStart-stepShort+terrainProbe && x < boxStart+stepBeyond-terrainProbe) || math.Abs(x-boxEnd) < FootRadius {
+			if (x > boxStart-stepShort+terrainProbe && x < boxStart+stepBeyond-terrainProbe) || math.Abs(x-boxEnd) < stepBeyond-terrainProbe {
 				t.Fatalf("step %d: stance foot %d at x %.3f by an edge of the box", i, leg, x)
 			}
 		}

@@ -205,7 +205,8 @@ const (
 	// behind its hip (its HFE joint reaches its limit).
 	stepShort = 0.06
 	// stepBeyond is how far beyond a step's edge a foot lands at least: a swing that falls a
-	// little short still lands on the step, not on its edge.
+	// little short still lands on the step, not on its edge, and one that steps down lands
+	// clear of the edge it steps off.
 	stepBeyond = 0.03
 	// swingLook is how far ahead of a swing foot the ground it must clear is looked for: far
 	// enough for the joints to lift the foot before it gets there.
@@ -248,8 +249,9 @@ func (b *Base) highest(x, y, ahead float64) float64 {
 }
 
 // footholdShift is how far along x to move a foothold at base-frame point (x, y) to keep it off
-// a step's edge: back to stepShort before a step up that begins less than stepShort ahead, or
-// forward to stepBeyond past the edge of a step up it stands less than stepBeyond beyond.
+// a step's edge: back to stepShort before a step up that begins less than stepShort ahead, and
+// forward to stepBeyond past an edge less than stepBeyond behind it or a step down less than
+// stepBeyond ahead.
 func (b *Base) footholdShift(x, y float64) float64 {
 	g := b.ground(x, y)
 	for i := 1; i <= int(math.Round(stepShort/terrainProbe)); i++ {
@@ -258,8 +260,12 @@ func (b *Base) footholdShift(x, y float64) float64 {
 		}
 	}
 	for i := 1; i <= int(math.Round(stepBeyond/terrainProbe)); i++ {
-		if d := float64(i) * terrainProbe; b.ground(x-d, y) < g {
+		d := float64(i) * terrainProbe
+		if b.ground(x-d, y) != g {
 			return stepBeyond - d + terrainProbe // the edge is within a probe after x-d
+		}
+		if b.ground(x+d, y) < g {
+			return stepBeyond + d // the edge is within a probe before x+d
 		}
 	}
 	return 0
