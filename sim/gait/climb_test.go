@@ -56,9 +56,15 @@ func TestClimbOnFlatGround(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			p := DefaultParams()
 			p.VX, p.VY, p.YawRate, p.Height, p.StepHeight = c.vx, c.vy, c.yawRate, c.height, 0.08
-			plain, _ := NewTrot(p)
+			plain, err := NewTrot(p)
+			if err != nil {
+				t.Fatal(err)
+			}
 			p.Climb = true
-			climb, _ := NewTrot(p)
+			climb, err := NewTrot(p)
+			if err != nil {
+				t.Fatal(err)
+			}
 			plain.SetPhase(0.3)
 			climb.SetPhase(0.3)
 			base := Base{LinVel: [3]float64{c.vx * 0.8, c.vy, 0}, AngVel: [3]float64{0, 0, c.yawRate}}
