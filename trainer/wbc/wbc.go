@@ -39,8 +39,8 @@ type Config struct {
 	Average float64 `json:"average,omitempty"`
 }
 
-// DefaultConfig is 256-256 ReLU, batch 8192 (SMODICE's policy), Adam 1e-3
-// with the parameters averaged at 0.99 (ours). At SMODICE's 3e-4 and the last
+// DefaultConfig is 256-256 ReLU, batch 8192 (the training methods set their
+// own, 1024), Adam 1e-3 with the parameters averaged at 0.99 (ours). At SMODICE's 3e-4 and the last
 // iterate the policies were still undertrained after the few thousand steps
 // the training methods give them: clones of the navigation expert stopped
 // short of the goal (5,000 steps: 73% of 30 rollouts, a median 0.14 m from
