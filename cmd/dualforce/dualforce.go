@@ -137,15 +137,13 @@ func runTrainDualForce(ctx context.Context, args []string, stdout, stderr io.Wri
 	resume := fs.Bool("resume", false, "continue the run in --out from its checkpoint")
 	bankPath := fs.String("bank", "", "bank to write at the end (default <out>/bank.npz)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
-	checkRollouts := fs.Int("check-rollouts", defaultCheckRollouts, "rollouts in the simulator judging each checkpoint's skills (each on its latest latent); the bank takes each skill from the checkpoint it was judged best in (0: no checks, the bank is the last iteration's)")
+	checkRollouts := fs.Int("check-rollouts", -1, checkRolloutsUsage("each checkpoint's skills (each on its latest latent); the bank takes each skill from the checkpoint it was judged best in"))
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
 	switch {
 	case *offline == "" || *smodiceRun == "" || *freRun == "" || *out == "":
 		return usagef("--offline, --smodice, --fre and --out are required")
-	case *checkRollouts < 0:
-		return usagef("--check-rollouts %d: want 0 (no checks) or more", *checkRollouts)
 	case *nSkills < 2 || *iters < 0 || *valueSteps < 0 || *policySteps < 0 || *batch <= 0 || *hidden <= 0 || *subsets <= 0 || *pool <= 0 || *every <= 0 || *refreshRows < 0:
 		return usagef("--skills %d, --iters %d, --value-steps %d, --policy-steps %d, --batch %d, --hidden %d, --subsets %d, --fre-pool %d, --checkpoint-every %d, --refresh-rows %d: want at least 2 skills, non-negative counts and positive sizes",
 			*nSkills, *iters, *valueSteps, *policySteps, *batch, *hidden, *subsets, *pool, *every, *refreshRows)
@@ -159,6 +157,9 @@ func runTrainDualForce(ctx context.Context, args []string, stdout, stderr io.Wri
 		return usagef("--beta-clip %v: want a finite number of standard deviations >= 0", *betaClip)
 	}
 	if err := policy.check(); err != nil {
+		return err
+	}
+	if err := checkCheckRollouts(*checkRollouts); err != nil {
 		return err
 	}
 	if *bankPath == "" {

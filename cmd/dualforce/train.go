@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"path/filepath"
 	"slices"
@@ -61,7 +62,8 @@ Why judge: the policy's rollouts are not monotone in the iterations. On the pape
 locomotion set one run walked at iteration 600 (return 858 over 20 s) and stood at 1000 with
 its losses still falling; a second stood up to 250 and walked from 300 on. A judge is only as
 sure as its rollouts: a navigation policy whose goal rate 10 rollouts put at 60% reached the
-goal in 40% of 30 fresh ones (raise --check-rollouts where rollouts vary). The judged choice
+goal in 40% of 30 fresh ones, so navigation checks run 30 rollouts and locomotion's, whose
+returns vary little, 10 (raise --check-rollouts where rollouts vary). The judged choice
 is that of an uninterrupted run: a run resumed from a checkpoint an interruption left
 unjudged judges it first (a run extended with --resume --iters past its earlier end keeps
 the check of that end, which a straight run would not have made).
@@ -80,9 +82,10 @@ undertrained after the few thousand steps they get. A clone of the navigation ex
 1e-3: 100%, 0.02 m); a clone of the high locomotion gait stood (return 59 against 824 at
 1e-3). Not every result improved: the navigation SMODICE-expert's judged checkpoint (seed 1,
 1000 iterations) reached the goal in 47% of 30 rollouts, against 87% at 3e-4, though its
-checks' goal rates were higher on average (74% against 58% over iterations 300-1000): the
-checks' 10 rollouts are few for navigation (raise --check-rollouts). A run started before
-these defaults resumes with --policy-lr 3e-4 --policy-average 0.
+checks' goal rates were higher on average (74% against 58% over iterations 300-1000): its
+10-rollout checks (navigation's then; 30 since) chose iteration 600, at 64% of 100 rollouts,
+over iteration 1000 at 70% (the 3e-4 run's choice: 82%). A run started before these defaults
+resumes with --policy-lr 3e-4 --policy-average 0.
 
 Every input is checked before training starts (NaN or Inf, shapes, an empty expert set, a
 dataset whose layout is not the task's). --resume continues a run from DIR's checkpoint and
@@ -197,15 +200,15 @@ func runTrainSMODICE(ctx context.Context, args []string, stdout, stderr io.Write
 	fs := newFlagSet("train smodice", trainSMODICEUsage, stderr)
 	tf := addTrainingFlags(fs, def.Run, def.DiscSteps, def.Value.Batch, def.ValueSteps, def.PolicySteps, def.Policy, def.Seed, def.Value.AbsorbingFalls)
 	resume := fs.Bool("resume", false, "continue the run in --out from its checkpoint")
-	checkRollouts := fs.Int("check-rollouts", defaultCheckRollouts, "rollouts in the simulator judging each checkpoint's policy; the bank is the best-judged one (0: no checks, the bank is the last iteration's)")
+	checkRollouts := fs.Int("check-rollouts", -1, checkRolloutsUsage("each checkpoint's policy; the bank is the best-judged one"))
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
 	if err := tf.check(); err != nil {
 		return err
 	}
-	if *checkRollouts < 0 {
-		return usagef("--check-rollouts %d: want 0 (no checks) or more", *checkRollouts)
+	if err := checkCheckRollouts(*checkRollouts); err != nil {
+		return err
 	}
 	cfg := def
 	cfg.Run, cfg.DiscSteps, cfg.Seed = tf.settings(), *tf.discSteps, *tf.seed
@@ -249,12 +252,26 @@ func runTrainSMODICE(ctx context.Context, args []string, stdout, stderr io.Write
 	return exportBank(stdout, ck, *tf.bank)
 }
 
-// defaultCheckRollouts judge a checkpoint in about 5 s of simulation on two cores
-// (locomotion: 10 rollouts of 20 s).
-const defaultCheckRollouts = 10
+// checkRolloutsUsage is the --check-rollouts flag's text, judged is what the checks judge.
+func checkRolloutsUsage(judged string) string {
+	var parts []string
+	for _, task := range slices.Sorted(maps.Keys(eval.TaskCheckRollouts)) {
+		parts = append(parts, fmt.Sprintf("%s %d", task, eval.TaskCheckRollouts[task]))
+	}
+	return "rollouts in the simulator judging " + judged + " (-1: the task's, " + strings.Join(parts, ", ") +
+		"; 0: no checks, the bank is the last iteration's)"
+}
+
+// checkCheckRollouts refuses a --check-rollouts value that is neither a count nor -1.
+func checkCheckRollouts(n int) error {
+	if n < -1 {
+		return usagef("--check-rollouts %d: want -1 (the task's), 0 (no checks) or more", n)
+	}
+	return nil
+}
 
 // newChecker is the judge of a run's checkpoints by rollouts rollouts of its task (nil for
-// none), refused at once when it cannot run the data's banks.
+// none, the task's number for -1), refused at once when it cannot run the data's banks.
 func newChecker(data *prep.Data, rollouts int) (*eval.Checker, error) {
 	if rollouts == 0 {
 		return nil, nil

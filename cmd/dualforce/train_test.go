@@ -141,8 +141,9 @@ func TestTrainJudgesCheckpoints(t *testing.T) {
 	if !strings.Contains(out, "checks: 0, none with a score") || !strings.Contains(out, "iteration 0)") {
 		t.Fatalf("a run of no iterations printed %q", out)
 	}
-	if code, _, stderr := dualforce("train", "smodice", "--offline", data, "--out", filepath.Join(dir, "neg"), "--check-rollouts", "-1"); code != 2 || !strings.Contains(stderr, "--check-rollouts -1") {
-		t.Fatalf("--check-rollouts -1 exited %d: %s", code, stderr)
+	// -1 is the task's number of rollouts (eval.TaskCheckRollouts); below that is refused.
+	if code, _, stderr := dualforce("train", "smodice", "--offline", data, "--out", filepath.Join(dir, "neg"), "--check-rollouts", "-2"); code != 2 || !strings.Contains(stderr, "--check-rollouts -2") {
+		t.Fatalf("--check-rollouts -2 exited %d: %s", code, stderr)
 	}
 }
 

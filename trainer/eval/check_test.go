@@ -51,6 +51,12 @@ func TestCheckerAcceptsOnlyWhatItCanRun(t *testing.T) {
 	if _, err := NewChecker("swim", 3); !errors.Is(err, ErrConfig) {
 		t.Fatalf("NewChecker(swim) = %v", err)
 	}
+	// A negative number of rollouts is the task's: navigation's goal rate needs more.
+	for task, want := range map[string]int{collect.TaskLocomotion: 10, collect.TaskNavigation: 30} {
+		if c, err := NewChecker(task, -1); err != nil || c.Config.Rollouts != want {
+			t.Errorf("NewChecker(%s, -1): %d rollouts, %v; want %d", task, c.Config.Rollouts, err, want)
+		}
+	}
 }
 
 // A Checker scores a walking policy above one that stands, by the mean return Evaluate
