@@ -9,7 +9,6 @@ import (
 	"github.com/dualforce/dualforce/trainer/bc"
 	"github.com/dualforce/dualforce/trainer/datafile"
 	"github.com/dualforce/dualforce/trainer/prep"
-	"github.com/dualforce/dualforce/trainer/wbc"
 )
 
 func init() {
@@ -41,9 +40,9 @@ func runFitBC(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	out := fs.String("out", "", "bank to write (required)")
 	task := fs.String("task", "", "task the data must be for: locomotion or navigation (default: the dataset's)")
 	steps := fs.Int("steps", def.Steps, "gradient steps")
-	batch := fs.Int("batch", def.Batch, "transitions per step")
+	batch := fs.Int("batch", def.Policy.Batch, "transitions per step")
 	seed := fs.Uint64("seed", def.Seed, "seed of every random choice")
-	policy := addPolicyFlags(fs, wbc.Config{LR: def.LR, Average: def.Average})
+	policy := addPolicyFlags(fs, def.Policy)
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
@@ -61,7 +60,8 @@ func runFitBC(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	cfg := def
-	cfg.Steps, cfg.Batch, cfg.Seed, cfg.LR, cfg.Average = *steps, *batch, *seed, *policy.lr, *policy.average
+	cfg.Steps, cfg.Policy.Batch, cfg.Seed = *steps, *batch, *seed
+	policy.apply(&cfg.Policy)
 
 	off, err := datafile.ReadOffline(*offline)
 	if err != nil {

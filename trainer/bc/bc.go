@@ -31,15 +31,12 @@ const Producer = "dualforce fit bc"
 
 // Config sets up a fit. DefaultConfig gives the project's values.
 type Config struct {
-	Hidden     []int
-	Activation nn.Activation
-	LR         float64
-	Batch      int
-	Steps      int
-	Seed       uint64
-	// Average is wbc.Config.Average: the fit's result is then the moving
-	// average of its parameters.
-	Average float64
+	// Policy is the learner's: its shape, rate, batch and averaging (with
+	// Average set, the fit's result is the moving average of its
+	// parameters). A clone is not conditioned on a latent.
+	Policy wbc.Config
+	Steps  int
+	Seed   uint64
 }
 
 // DefaultConfig is the trained policies' shape (wbc.DefaultConfig: 256-256
@@ -48,8 +45,9 @@ type Config struct {
 // navigation expert reached the goal in 30 of 30 rollouts, 0.01 m from it),
 // and the baselines reported were fitted so.
 func DefaultConfig() Config {
-	d := wbc.DefaultConfig()
-	return Config{Hidden: d.Hidden, Activation: d.Activation, LR: 3e-4, Batch: 1024, Steps: 20000, Seed: 1}
+	p := wbc.DefaultConfig()
+	p.LR, p.Average, p.Batch = 3e-4, 0, 1024
+	return Config{Policy: p, Steps: 20000, Seed: 1}
 }
 
 // ErrUnknownMode reports a label that names no behaviour of the dataset.
@@ -112,7 +110,7 @@ type Report struct {
 // Fit clones the behaviour of the selected rows of d (prepared data; its
 // expert part is not used) and returns the policy.
 func Fit(ctx context.Context, d *prep.Data, sel Selection, cfg Config, progress io.Writer, quiet bool) (*nn.Conditioned[float32], Report, error) {
-	if cfg.Batch <= 0 || cfg.Steps < 0 || cfg.LR <= 0 {
+	if cfg.Policy.Batch <= 0 || cfg.Steps < 0 || cfg.Policy.LR <= 0 || cfg.Policy.Latent != 0 {
 		return nil, Report{}, fmt.Errorf("%w: %+v", ErrConfig, cfg)
 	}
 	sub, err := subset(d.Offline, sel.Rows)
@@ -122,10 +120,10 @@ func Fit(ctx context.Context, d *prep.Data, sel Selection, cfg Config, progress 
 	// The generator is drawn as a DICE trainer seeded with cfg.Seed drew
 	// it, so that fits made before the learners were split are reproduced.
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0xd1ce))
-	if _, err := nn.NewMLP[float32](rng, []int{sub.ObsDim, 1}, cfg.Activation, nn.Identity); err != nil {
+	if _, err := nn.NewMLP[float32](rng, []int{sub.ObsDim, 1}, cfg.Policy.Activation, nn.Identity); err != nil {
 		return nil, Report{}, err
 	}
-	l, err := wbc.New(sub, wbc.Config{Hidden: cfg.Hidden, Activation: cfg.Activation, LR: cfg.LR, Batch: cfg.Batch, Average: cfg.Average}, rng)
+	l, err := wbc.New(sub, cfg.Policy, rng)
 	if err != nil {
 		return nil, Report{}, err
 	}

@@ -77,7 +77,7 @@ func smallExpert(t *testing.T) (*prep.Data, *datafile.Offline, Selection) {
 func TestFitClonesTheBehaviour(t *testing.T) {
 	d, off, sel := smallExpert(t)
 	cfg := DefaultConfig()
-	cfg.Hidden, cfg.Batch, cfg.Steps, cfg.LR = []int{64, 64}, 256, 1500, 1e-3
+	cfg.Policy.Hidden, cfg.Policy.Batch, cfg.Steps, cfg.Policy.LR = []int{64, 64}, 256, 1500, 1e-3
 	pi, rep, err := Fit(context.Background(), d, sel, cfg, nil, true)
 	if err != nil {
 		t.Fatal(err)
@@ -143,10 +143,17 @@ func TestFitClonesTheBehaviour(t *testing.T) {
 }
 
 func TestFitRefusesBadConfig(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.Batch = 0
-	if _, _, err := Fit(context.Background(), &prep.Data{}, Selection{}, cfg, nil, true); !errors.Is(err, ErrConfig) {
-		t.Fatalf("Fit with batch 0: %v", err)
+	for name, damage := range map[string]func(*Config){
+		"batch 0":       func(c *Config) { c.Policy.Batch = 0 },
+		"rate 0":        func(c *Config) { c.Policy.LR = 0 },
+		"a latent":      func(c *Config) { c.Policy.Latent = 8 },
+		"steps below 0": func(c *Config) { c.Steps = -1 },
+	} {
+		cfg := DefaultConfig()
+		damage(&cfg)
+		if _, _, err := Fit(context.Background(), &prep.Data{}, Selection{}, cfg, nil, true); !errors.Is(err, ErrConfig) {
+			t.Errorf("Fit with %s: %v", name, err)
+		}
 	}
 }
 
@@ -155,7 +162,7 @@ func TestFitRefusesBadConfig(t *testing.T) {
 func TestFitDeploysTheAverage(t *testing.T) {
 	d, _, sel := smallExpert(t)
 	cfg := DefaultConfig()
-	cfg.Hidden, cfg.Batch, cfg.Steps = []int{16}, 64, 30
+	cfg.Policy.Hidden, cfg.Policy.Batch, cfg.Steps = []int{16}, 64, 30
 	last, _, err := Fit(context.Background(), d, sel, cfg, nil, true)
 	if err != nil {
 		t.Fatal(err)
@@ -164,7 +171,7 @@ func TestFitDeploysTheAverage(t *testing.T) {
 	if err != nil || !slices.Equal(last.Params(), again.Params()) {
 		t.Fatalf("two plain fits differ (%v): the comparison below means nothing", err)
 	}
-	cfg.Average = 0.9
+	cfg.Policy.Average = 0.9
 	averaged, _, err := Fit(context.Background(), d, sel, cfg, nil, true)
 	if err != nil {
 		t.Fatal(err)

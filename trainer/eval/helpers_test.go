@@ -216,7 +216,7 @@ func fitTrot(seed uint64) (*skills.Bank, error) {
 		return nil, err
 	}
 	cfg := bc.DefaultConfig()
-	cfg.Hidden, cfg.LR, cfg.Steps, cfg.Batch = []int{64, 64}, trotLR, trotSteps, 256
+	cfg.Policy.Hidden, cfg.Policy.LR, cfg.Steps, cfg.Policy.Batch = []int{64, 64}, trotLR, trotSteps, 256
 	pi, _, err := bc.Fit(context.Background(), d, sel, cfg, nil, true)
 	if err != nil {
 		return nil, err
