@@ -42,11 +42,13 @@ type Config struct {
 // DefaultConfig is 256-256 ReLU, batch 8192 (the training methods set their
 // own, 1024), Adam 1e-3 with the parameters averaged at 0.99 (ours). At
 // SMODICE's 3e-4 and the last iterate the policies were still undertrained
-// after the few thousand steps the training methods give them: clones of the navigation expert stopped
-// short of the goal (5,000 steps: 73% of 30 rollouts, a median 0.14 m from
-// it; at 1e-3 100%, 0.02 m), clones of a locomotion gait stood (the high gait
-// after 5,000 steps: return 59 against 824 at 1e-3), and so did Dual-Force's
-// locomotion skills on the gaits their weights held.
+// after the few thousand steps the training methods give them: clones of the
+// navigation expert stopped short of the goal (5,000 steps: 73% of 30
+// rollouts, a median 0.14 m from it; at 1e-3 100%, 0.02 m), clones of a
+// locomotion gait stood (the high gait after 5,000 steps: return 59 against
+// 824 at 1e-3), and so did Dual-Force's locomotion skills on the gaits their
+// weights held. The navigation SMODICE-expert did not improve (cmd's train
+// smodice --help).
 func DefaultConfig() Config {
 	return Config{Hidden: []int{256, 256}, Activation: nn.ReLU, LR: 1e-3, Batch: 8192, Average: 0.99}
 }
