@@ -61,10 +61,12 @@ func TestNavigationRoutes(t *testing.T) {
 			continue
 		}
 		t.Logf("%-5s reached the goal in %d of %d episodes, %d falls, routes %v", m.Name, m.GoalReached, m.Episodes, m.Falls, m.Routes)
-		if m.Episodes != episodes || m.GoalReached < 9*episodes/10 {
+		// A fall ends an episode early and the plan's transitions go on in another, so a
+		// mode that falls has more episodes than planned: the rates are of those it had.
+		if m.Episodes < episodes || m.GoalReached*10 < 9*m.Episodes {
 			t.Errorf("%s reached the goal in %d of %d episodes, want at least 90%%", m.Name, m.GoalReached, m.Episodes)
 		}
-		if m.Routes[m.Name] < 9*episodes/10 {
+		if m.Routes[m.Name]*10 < 9*m.Episodes {
 			t.Errorf("%s went %v past the box in %d episodes, want its own route in at least 90%%", m.Name, m.Routes, m.Episodes)
 		}
 	}
