@@ -89,6 +89,8 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"collect", "-task", "swim"}, 2, `task "swim"`},
 		{[]string{"collect", "-scale", "huge"}, 2, `scale "huge"`},
 		{[]string{"collect", "-workers", "0"}, 2, "want at least 1"},
+		{[]string{"collect", "-action-scale", "0"}, 2, "action scale 0: want (0, 2] rad"},
+		{[]string{"collect", "-action-scale", "2.5"}, 2, "action scale 2.5"},
 		{[]string{"collect", "extra"}, 2, "unexpected arguments"},
 		{[]string{"collect", "-bogus"}, 2, "flag provided but not defined"},
 		{[]string{"collect", "-world", "moon", "-out", filepath.Join(t.TempDir(), "x.npz")}, 1, `no built-in world "moon"`},

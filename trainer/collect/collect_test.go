@@ -3,6 +3,7 @@ package collect
 import (
 	"context"
 	"errors"
+	"math"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -12,6 +13,55 @@ import (
 	"github.com/dualforce/dualforce/trainer/datafile/datafiletest"
 	"github.com/dualforce/dualforce/trainer/dataset"
 )
+
+// SetActionScale changes the contract's scale and keeps every behaviour's noise the same in
+// radians; at ActionScale the plan stays what NewPlan made, bit for bit (the shipped banks'
+// data); a scale out of range is refused.
+func TestSetActionScale(t *testing.T) {
+	noiseRad := func(p *Plan) [][3]float64 {
+		var out [][3]float64
+		for _, m := range p.Modes {
+			s := float64(p.Contract.ActionScale)
+			out = append(out, [3]float64{m.ExecutionNoise * s, m.Spec.ActionNoise * s, m.Spec.RandomStd * s})
+		}
+		return out
+	}
+	for _, task := range []string{TaskLocomotion, TaskNavigation} {
+		def, err := NewPlan(task, ScaleTest, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		same, _ := NewPlan(task, ScaleTest, 1)
+		if err := same.SetActionScale(ActionScale); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(same.Modes, def.Modes) || same.Contract.ActionScale != def.Contract.ActionScale {
+			t.Errorf("%s: SetActionScale(ActionScale) changed the plan", task)
+		}
+		wide, _ := NewPlan(task, ScaleTest, 1)
+		if err := wide.SetActionScale(1.2); err != nil {
+			t.Fatal(err)
+		}
+		if wide.Contract.ActionScale != 1.2 || wide.actions.Scale != 1.2 || wide.bank.Contract.ActionScale != 1.2 {
+			t.Errorf("%s: contract scale %v, action map %v, the core's bank %v after SetActionScale(1.2)",
+				task, wide.Contract.ActionScale, wide.actions.Scale, wide.bank.Contract.ActionScale)
+		}
+		want, got := noiseRad(def), noiseRad(wide)
+		for i := range want {
+			for k := range want[i] {
+				if math.Abs(got[i][k]-want[i][k]) > 1e-6 {
+					t.Errorf("%s mode %s: noise %v rad at 1.2, %v at %v", task, def.Modes[i].Name, got[i], want[i], ActionScale)
+				}
+			}
+		}
+		for _, bad := range []float64{0, -0.8, math.NaN(), math.Inf(1), MaxActionScale + 0.1} {
+			p, _ := NewPlan(task, ScaleTest, 1)
+			if err := p.SetActionScale(bad); !errors.Is(err, ErrPlan) {
+				t.Errorf("%s: SetActionScale(%v) = %v, want ErrPlan", task, bad, err)
+			}
+		}
+	}
+}
 
 // The collected datasets depend on the seed only: one worker and two give the same bytes, and
 // another seed gives other data.
