@@ -12,6 +12,7 @@ import (
 	"github.com/dualforce/dualforce/runtime/core"
 	"github.com/dualforce/dualforce/sim"
 	"github.com/dualforce/dualforce/sim/behave"
+	"github.com/dualforce/dualforce/sim/robotboard"
 	"github.com/dualforce/dualforce/sim/worlds"
 	"github.com/dualforce/dualforce/skills"
 	"github.com/dualforce/dualforce/trainer/collect"
@@ -22,9 +23,10 @@ import (
 // Config sets up an evaluation. TaskConfig gives the paper's settings for a task.
 type Config struct {
 	// Task is the withheld reward, the locomotion command or navigation goal heading the core
-	// is given, and the episode length; Task.World names the built-in world.
+	// is given, and the episode length; Task.World names the world (a built-in name or a
+	// scenario file, as collect was given it).
 	Task collect.Task
-	// Scenario is the world to run in (nil: the built-in world Task.World).
+	// Scenario is the world to run in (nil: Task.World's).
 	Scenario *worlds.Scenario
 	// Rollouts per latent, and the master seed every rollout draws from.
 	Rollouts int
@@ -227,7 +229,7 @@ func Evaluate(ctx context.Context, cfg Config, subjects []Subject) (*Result, err
 	}
 	scenario := cfg.Scenario
 	if scenario == nil {
-		s, err := worlds.Builtin(cfg.Task.World)
+		s, err := robotboard.LoadScenario(cfg.Task.World)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 		}

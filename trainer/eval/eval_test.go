@@ -173,6 +173,21 @@ func TestNavigationRunsOnPerception(t *testing.T) {
 	if near, missed := NearMisses(s.Rollouts, 0.3); near != 0 || missed != len(s.Rollouts) {
 		t.Fatalf("standing still: %d near misses of %d, want 0 of %d", near, missed, len(s.Rollouts))
 	}
+
+	// A dataset collected in a world file names that file as its task's world, and the
+	// training checks evaluate there.
+	file := filepath.Join(t.TempDir(), "high_box.yaml")
+	if err := os.WriteFile(file, []byte("name: high_box\nbox: {x: 1.0, height: 0.10}\ngoal: {x: 2.0}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Task.World, cfg.Traces = file, false
+	if res, err = Evaluate(t.Context(), cfg, Latents(bank)); err != nil || res.World != "high_box" {
+		t.Fatalf("in the world file %s: world %v, %v", file, res, err)
+	}
+	cfg.Task.World = filepath.Join(t.TempDir(), "missing.yaml")
+	if _, err = Evaluate(t.Context(), cfg, Latents(bank)); !errors.Is(err, ErrConfig) {
+		t.Fatalf("in a missing world file: %v, want ErrConfig", err)
+	}
 	if a, b := s.Rollouts[0].Seed, s.Rollouts[1].Seed; a == b {
 		t.Fatal("two rollouts drew the same world seed")
 	}
