@@ -6,6 +6,7 @@ import (
 	"math"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -234,6 +235,23 @@ func TestPlans(t *testing.T) {
 		}
 		if p.Contract.ActionScale != ActionScale || p.Contract.Kp > 5.15 || p.Contract.Kd > 0.61 {
 			t.Errorf("%s: contract %v / %v / %v", tc.task, p.Contract.ActionScale, p.Contract.Kp, p.Contract.Kd)
+		}
+		// The behaviours' noise in radians of joint target, the same for both tasks: the
+		// experts' DART noise, the noisy modes' action noise, the random policy's spread.
+		for _, m := range p.Modes {
+			s := float64(p.Contract.ActionScale)
+			for _, n := range []struct {
+				what      string
+				rad, want float64
+			}{
+				{"execution noise", m.ExecutionNoise * s, map[bool]float64{true: 0.08}[m.Expert]},
+				{"action noise", m.Spec.ActionNoise * s, map[bool]float64{true: 0.12}[strings.HasPrefix(m.Name, "noisy")]},
+				{"random spread", m.Spec.RandomStd * s, map[bool]float64{true: 0.48}[m.Name == "random"]},
+			} {
+				if math.Abs(n.rad-n.want) > 1e-6 {
+					t.Errorf("%s mode %s: %s %.4g rad, want %g", tc.task, m.Name, n.what, n.rad, n.want)
+				}
+			}
 		}
 	}
 	for _, bad := range []struct {
