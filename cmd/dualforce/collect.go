@@ -30,9 +30,9 @@ on, stand up, hold, run), and records what the core observes. Writes two archive
 
 Tasks:
   locomotion   expert: straight trot at 0.3 m/s, middle base height, its commands perturbed by
-               Gaussian noise of 0.1 (0.08 rad) while the data keep its own actions (DART: the data show
-               how it recovers); offline mix: low, middle and high base heights, turning
-               gaits, sloppy, drifting, noisy and random policies
+               Gaussian noise of 0.1 (0.08 rad) while the data keep its own actions (DART:
+               the data show how it recovers); offline mix: low, middle and high base
+               heights, turning gaits, sloppy, drifting, noisy and random policies
   navigation   expert: reaches the goal behind the box around its left, its right or over it,
                with the same DART noise; offline mix: slower, noisier, wandering, tight,
                rushed, stumbling and random
@@ -46,12 +46,13 @@ Scales:
           navigation 654,501 + 749,501)
 
 --action-scale S makes an action of 1 mean S rad of joint target from the default pose (the
-contract's scale, which training, evaluation and the runtime read from the files).
-The behaviours' noise stays the same in radians. The navigation expert's over route needs
-about 1.2 to climb a 0.10 m box without its knee targets clipping.
+contract's scale, which training, evaluation and the runtime read from the files); the
+behaviours' noise stays the same in radians. The navigation expert's over route needs about
+1.2 to climb a 0.10 m box without its knee targets clipping.
 
-The data depend only on --task, --scale, --world, --action-scale and --seed, not on --workers. --out is checked
-before anything is collected (its directory is created at the write if it does not exist).
+The data depend only on --task, --scale, --world, --action-scale and --seed, not on
+--workers. --out is checked before anything is collected (its directory is created at the
+write if it does not exist).
 `
 
 func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
