@@ -41,7 +41,9 @@ distance matrix, and sets the filter: latents reaching --filter times its mean r
 
 With --fences (navigation), every latent also runs in the fenced worlds (obstacle_fence_left,
 obstacle_fence_right, obstacle_fenced: the way round the box blocked on one side or both) with
-the same rollouts, and eval.json records its goal rate per world. --max-latents N evaluates an
+the same rollouts, and eval.json records its goal rate per world. They are variants of the
+world evaluated in (--world, or the task's): its box and goal with the fences and layout
+jitter of the built-in fenced world, so a world file with a higher box is fenced as it is. --max-latents N evaluates an
 even subsample of a large bank: equal shares per skill, spread over iterations. --latents names
 the latents instead: indices (3,17,40) or "best", the one the runtime starts with (the highest
 return an earlier evaluation measured among latents that passed its filter); with --switching,

@@ -221,19 +221,27 @@ type Result struct {
 	FilterFraction  float64 `json:"filter_fraction,omitempty"`
 }
 
+// scenario is the world cfg runs in.
+func (cfg Config) scenario() (*worlds.Scenario, error) {
+	if cfg.Scenario != nil {
+		return cfg.Scenario, nil
+	}
+	s, err := robotboard.LoadScenario(cfg.Task.World)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return s, nil
+}
+
 // Evaluate runs cfg.Rollouts rollouts of every subject and summarises them. The result depends
 // only on cfg and the subjects, not on the number of workers.
 func Evaluate(ctx context.Context, cfg Config, subjects []Subject) (*Result, error) {
 	if err := cfg.validate(subjects); err != nil {
 		return nil, err
 	}
-	scenario := cfg.Scenario
-	if scenario == nil {
-		s, err := robotboard.LoadScenario(cfg.Task.World)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-		}
-		scenario = s
+	scenario, err := cfg.scenario()
+	if err != nil {
+		return nil, err
 	}
 	features := subjects[0].Bank.Contract.Features
 	if cfg.Features != nil {

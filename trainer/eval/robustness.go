@@ -22,16 +22,38 @@ type WorldRun struct {
 	Switches []SwitchSummary
 }
 
-// Robustness evaluates the subjects of res (the same subjects, in the same order) in each of
-// the built-in worlds with cfg's settings, and records every subject's goal rate there in
-// res.Subjects[i].WorldGoalRate. Rollout k draws the same seed in every world as in res.
+// FencedVariant returns world with the fences and the jitter of the built-in fenced world name,
+// under that name: the robustness experiment's world for a task world of its own (a higher box,
+// say), recorded under the name the runtime ranks its switch candidates by. Of the built-in
+// obstacle world it is the built-in fenced world itself.
+func FencedVariant(world *worlds.Scenario, name string) (*worlds.Scenario, error) {
+	fenced, err := worlds.Builtin(name)
+	if err != nil {
+		return nil, err
+	}
+	v := *world
+	v.Name, v.Fences, v.Jitter = fenced.Name, fenced.Fences, fenced.Jitter
+	if err := v.Validate(); err != nil {
+		return nil, fmt.Errorf("eval: %s with the fences of %s: %w", world.Name, name, err)
+	}
+	return &v, nil
+}
+
+// Robustness evaluates the subjects of res (the same subjects, in the same order) in the
+// fenced variants (FencedVariant) of cfg's world named worldNames with cfg's settings, and
+// records every subject's goal rate there in res.Subjects[i].WorldGoalRate. Rollout k draws
+// the same seed in every world as in res.
 func Robustness(ctx context.Context, cfg Config, subjects []Subject, res *Result, worldNames []string) ([]WorldRun, error) {
 	if len(subjects) != len(res.Subjects) {
 		return nil, fmt.Errorf("%w: %d subjects for %d results", ErrConfig, len(subjects), len(res.Subjects))
 	}
+	world, err := cfg.scenario()
+	if err != nil {
+		return nil, err
+	}
 	var runs []WorldRun
 	for _, name := range worldNames {
-		sc, err := worlds.Builtin(name)
+		sc, err := FencedVariant(world, name)
 		if err != nil {
 			return runs, fmt.Errorf("%w: %w", ErrConfig, err)
 		}

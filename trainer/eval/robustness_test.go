@@ -3,9 +3,12 @@ package eval
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/dualforce/dualforce/sim/worlds"
 	"github.com/dualforce/dualforce/skills"
 )
 
@@ -98,5 +101,51 @@ func TestRobustnessRecordsEveryWorld(t *testing.T) {
 	}
 	if _, err := Robustness(t.Context(), cfg, nil, res, FenceWorlds); !errors.Is(err, ErrConfig) {
 		t.Fatalf("mismatched subjects: %v", err)
+	}
+	// The fenced worlds are variants of cfg's world: one with no box has no fences to stand in
+	// line with.
+	noBox, err := worlds.Parse([]byte("name: open\ngoal: {x: 2}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Scenario = noBox
+	if _, err := Robustness(t.Context(), cfg, subjects, res, FenceWorlds); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "need a box") {
+		t.Fatalf("fenced variants of a world without a box: %v", err)
+	}
+}
+
+// The fenced worlds of the built-in obstacle world are the built-in fenced worlds; those of
+// another world keep its box and goal and take the fences and jitter of the fenced world.
+func TestFencedVariant(t *testing.T) {
+	obstacle, err := worlds.Builtin("obstacle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	high, err := worlds.Parse([]byte("name: high\nbox: {x: 1.1, height: 0.10}\ngoal: {x: 2.2}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range FenceWorlds {
+		want, err := worlds.Builtin(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := FencedVariant(obstacle, name)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s of the obstacle world: %+v, %v; want the built-in %+v", name, got, err, want)
+		}
+		v, err := FencedVariant(high, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Name != name || v.Box.Height != 0.10 || v.Box.X != 1.1 || v.Goal.X != 2.2 || !reflect.DeepEqual(v.Fences, want.Fences) || !reflect.DeepEqual(v.Jitter, want.Jitter) {
+			t.Errorf("%s of the high box world: %+v box %+v fences %+v", name, v, *v.Box, *v.Fences)
+		}
+	}
+	if high.Fences != nil || high.Name != "high" {
+		t.Errorf("FencedVariant changed its world: %+v", high)
+	}
+	if _, err := FencedVariant(obstacle, "moon"); err == nil {
+		t.Error("FencedVariant of an unknown fenced world succeeded")
 	}
 }
