@@ -43,14 +43,15 @@ With --fences (navigation), every latent also runs in the fenced worlds (obstacl
 obstacle_fence_right, obstacle_fenced: the way round the box blocked on one side or both) with
 the same rollouts, and eval.json records its goal rate per world. They are variants of the
 world evaluated in (--world, or the task's): its box and goal with the fences and layout
-jitter of the built-in fenced world, so a world file with a higher box is fenced as it is. --max-latents N evaluates an
-even subsample of a large bank: equal shares per skill, spread over iterations. --latents names
-the latents instead: indices (3,17,40) or "best", the one the runtime starts with (the highest
-return an earlier evaluation measured among latents that passed its filter); with --switching,
-the end-to-end check of the runtime on an evaluated bank: every switch the core makes is kept
-in eval.json (when, where, from and to which latent, what was blocked, why that one), as is
-every time a route was blocked with no measured latent to switch to (nowhere_to_go), and the
-summary says how many rollouts switched, how those ended, and how many had nowhere to go.
+jitter of the built-in fenced world, so a world file with a higher box is fenced as it is.
+--max-latents N evaluates an even subsample of a large bank: equal shares per skill, spread
+over iterations. --latents names the latents instead: indices (3,17,40) or "best", the one
+the runtime starts with (the highest return an earlier evaluation measured among latents that
+passed its filter); with --switching, the end-to-end check of the runtime on an evaluated
+bank: every switch the core makes is kept in eval.json (when, where, from and to which
+latent, what was blocked, why that one), as is every time a route was blocked with no
+measured latent to switch to (nowhere_to_go), and the summary says how many rollouts
+switched, how those ended, and how many had nowhere to go.
 
 Every rollout is also described on ground truth: mean base height, forward, lateral and yaw
 velocity, time to the goal, the route past the box. A locomotion latent is tagged low, middle or
