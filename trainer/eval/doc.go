@@ -28,8 +28,8 @@
 // was measured to do (MeasuredTags): a locomotion latent by its height class, a navigation latent
 // by the route a strict majority of its goal-reaching rollouts took past the box in the task's
 // own world (RouteTag). The first Config.Paths rollouts of each latent keep their base path for
-// plots. Robustness reruns the subjects in other worlds (FenceWorlds: the way round the box
-// fenced off on the left, the right, both) and records each one's goal rate there (and, with
+// plots. Robustness reruns the subjects in fenced variants of their world (FencedVariant of
+// FenceWorlds: the way round the box fenced off on the left, the right, both) and records each one's goal rate there (and, with
 // Config.Switching, a summary of the switches made there: WorldRun.Switches); with switching on,
 // every rollout keeps each switch the core made by itself (Rollout.Switches: when, where, from
 // and to which latent, what was blocked and why that candidate);
