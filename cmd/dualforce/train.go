@@ -52,8 +52,9 @@ Trains the SMODICE-expert policy and writes into DIR:
   losses.png, ess.png, kl.png
   checkpoint.npz   written atomically every --checkpoint-every iterations and on Ctrl-C
   checks.jsonl     the policy of every periodic and the final checkpoint, judged by
-                   --check-rollouts rollouts through the runtime core in the simulator (mean
-                   return of the task's reward; rollout seed 7, not eval's 1)
+                   --check-rollouts rollouts through the runtime core in the simulator, in
+                   the world the data were collected in (mean return of the task's reward;
+                   rollout seed 7, not eval's 1)
   best-checkpoint.npz  the best-judged checkpoint; checks.png the scores over the iterations
   bank.npz         the exported skill bank (one latent, "smodice-expert") of the best-judged
                    checkpoint (of the last with --check-rollouts 0), unless --bank says where
@@ -276,7 +277,7 @@ func newChecker(data *prep.Data, rollouts int) (*eval.Checker, error) {
 	if rollouts == 0 {
 		return nil, nil
 	}
-	checker, err := eval.NewChecker(data.Task, rollouts)
+	checker, err := eval.NewChecker(data.Task, data.World, rollouts)
 	if err == nil {
 		err = checker.Accepts(&data.Contract)
 	}

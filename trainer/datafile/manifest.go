@@ -47,6 +47,20 @@ type Manifest struct {
 	Generator json.RawMessage `json:"generator,omitempty"`
 }
 
+// World is the world the collector ran in, as its plan names it (a built-in world or a
+// scenario file), or "" when the generator does not record one.
+func (m *Manifest) World() string {
+	var g struct {
+		Task struct {
+			World string `json:"world"`
+		} `json:"task"`
+	}
+	if json.Unmarshal(m.Generator, &g) != nil {
+		return ""
+	}
+	return g.Task.World
+}
+
 // Mode is one behaviour of the mix.
 type Mode struct {
 	Name        string `json:"name"`

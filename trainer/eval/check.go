@@ -32,12 +32,20 @@ type Checker struct {
 // check.
 var TaskCheckRollouts = map[string]int{collect.TaskLocomotion: 10, collect.TaskNavigation: 30}
 
-// NewChecker returns the Checker of task with the given number of rollouts (a negative number:
-// the task's TaskCheckRollouts) and CheckSeed.
-func NewChecker(task string, rollouts int) (Checker, error) {
+// NewChecker returns the Checker of task in world (a built-in world or a scenario file, as the
+// data's collector ran in; "": the task's) with the given number of rollouts (a negative
+// number: the task's TaskCheckRollouts) and CheckSeed.
+func NewChecker(task, world string, rollouts int) (Checker, error) {
 	cfg, err := TaskConfig(task)
 	if err != nil {
 		return Checker{}, err
+	}
+	if world != "" {
+		// Loaded now, so that a world file that has gone is an error before training starts.
+		cfg.Task.World = world
+		if cfg.Scenario, err = cfg.scenario(); err != nil {
+			return Checker{}, err
+		}
 	}
 	if rollouts < 0 {
 		rollouts = TaskCheckRollouts[task]

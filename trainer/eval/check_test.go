@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -35,7 +37,7 @@ func TestCheckerAcceptsOnlyWhatItCanRun(t *testing.T) {
 		{"another policy rate", collect.TaskLocomotion, fast, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := NewChecker(tc.task, 3)
+			c, err := NewChecker(tc.task, "", 3)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -48,12 +50,27 @@ func TestCheckerAcceptsOnlyWhatItCanRun(t *testing.T) {
 			}
 		})
 	}
-	if _, err := NewChecker("swim", 3); !errors.Is(err, ErrConfig) {
+	if _, err := NewChecker("swim", "", 3); !errors.Is(err, ErrConfig) {
 		t.Fatalf("NewChecker(swim) = %v", err)
+	}
+	// The data's world: a built-in one or a scenario file, loaded at once; a file that is not
+	// there is an error before any training.
+	file := filepath.Join(t.TempDir(), "high_box.yaml")
+	if err := os.WriteFile(file, []byte("name: high_box\nbox: {x: 1.0, height: 0.10}\ngoal: {x: 2.0}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for world, want := range map[string]string{"": "", "obstacle_fenced": "obstacle_fenced", file: "high_box"} {
+		c, err := NewChecker(collect.TaskNavigation, world, 3)
+		if err != nil || (want == "") != (c.Config.Scenario == nil) || (want != "" && c.Config.Scenario.Name != want) {
+			t.Errorf("NewChecker in world %q: scenario %+v, %v; want %q", world, c.Config.Scenario, err, want)
+		}
+	}
+	if _, err := NewChecker(collect.TaskNavigation, filepath.Join(t.TempDir(), "gone.yaml"), 3); !errors.Is(err, ErrConfig) {
+		t.Errorf("NewChecker in a world file that is not there: %v, want ErrConfig", err)
 	}
 	// A negative number of rollouts is the task's: navigation's goal rate needs more.
 	for task, want := range map[string]int{collect.TaskLocomotion: 10, collect.TaskNavigation: 30} {
-		if c, err := NewChecker(task, -1); err != nil || c.Config.Rollouts != want {
+		if c, err := NewChecker(task, "", -1); err != nil || c.Config.Rollouts != want {
 			t.Errorf("NewChecker(%s, -1): %d rollouts, %v; want %d", task, c.Config.Rollouts, err, want)
 		}
 	}

@@ -91,6 +91,9 @@ func CheckTask(task string, c skills.Contract) error {
 type Inputs struct {
 	// Task is the requested task; it must match the layout of Contract.
 	Task string
+	// World is the world the data were collected in (datafile.Manifest.World; "" for the
+	// task's), where training checks its policies.
+	World string
 	// Contract is what the data was collected under (from the offline
 	// dataset's manifest); its normaliser and feature statistics are
 	// replaced by the fitted ones.
@@ -174,7 +177,7 @@ func FromFiles(task string, offline *datafile.Offline, expert *datafile.Expert) 
 	if m.Task != task {
 		return Inputs{}, fmt.Errorf("%w: offline dataset was recorded for task %q, not %q", ErrTaskMismatch, m.Task, task)
 	}
-	in := Inputs{Task: task, Contract: m.Contract, Offline: &offline.Data, IsExpert: offline.Withheld.IsExpert}
+	in := Inputs{Task: task, World: m.World(), Contract: m.Contract, Offline: &offline.Data, IsExpert: offline.Withheld.IsExpert}
 	if offline.Withheld.Mode != nil {
 		in.Behaviours = &Behaviours{Of: offline.Withheld.Mode}
 		for _, md := range m.Modes {
@@ -201,6 +204,8 @@ func FromFiles(task string, offline *datafile.Offline, expert *datafile.Expert) 
 // Data are the prepared training inputs.
 type Data struct {
 	Task string
+	// World is Inputs.World.
+	World string
 	// Contract is the input contract with the normaliser fitted on the
 	// offline observations and the feature statistics fitted on their
 	// projections: the contract of every bank trained on these data.
@@ -281,7 +286,7 @@ func Prepare(in Inputs) (*Data, error) {
 	}
 
 	d := &Data{
-		Task: in.Task, Contract: c, Phi: phi, FeatureDim: f, IsExpert: in.IsExpert, Behaviours: in.Behaviours,
+		Task: in.Task, World: in.World, Contract: c, Phi: phi, FeatureDim: f, IsExpert: in.IsExpert, Behaviours: in.Behaviours,
 		Digest: digest(o, in.Expert),
 		Offline: &dataset.Offline{
 			ObsDim: o.ObsDim, ActDim: o.ActDim,

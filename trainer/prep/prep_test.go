@@ -208,3 +208,23 @@ func TestBehaviourMassShareAndMean(t *testing.T) {
 		}
 	}
 }
+
+// The world the data were collected in travels from the manifest to the prepared data, where
+// training's checks read it; a manifest that names none leaves it to the task.
+func TestWorldFollowsTheManifest(t *testing.T) {
+	for generator, want := range map[string]string{"": "", `{"task":{"world":"high_box.yaml"}}`: "high_box.yaml"} {
+		o, e := datafiletest.Datasets(t, datafiletest.Sizes{Expert: 2, Random: 2, Drift: 1, ExpertSet: 2}, 9)
+		o.Manifest.Generator = []byte(generator)
+		in, err := FromFiles("locomotion", o, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := Prepare(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if in.World != want || d.World != want {
+			t.Errorf("generator %q: world %q in the inputs, %q in the data; want %q", generator, in.World, d.World, want)
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package inspect
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -56,7 +55,7 @@ func Summarize(o *datafile.Offline) *Summary {
 	s := &Summary{
 		Task: m.Task, Layout: m.Contract.Layout.Name, ObsDim: d.ObsDim,
 		ActionScale: m.Contract.ActionScale, Kp: m.Contract.Kp, Kd: m.Contract.Kd,
-		Transitions: d.Len(), ExpertTransitions: m.ExpertTransitions, World: worldOf(m.Generator),
+		Transitions: d.Len(), ExpertTransitions: m.ExpertTransitions, World: m.World(),
 	}
 	for i := range d.Terminal {
 		s.Terminals += b2i(d.Terminal[i])
@@ -120,19 +119,6 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-// worldOf digs the world name out of a collection plan, if the generator recorded one.
-func worldOf(generator json.RawMessage) string {
-	var g struct {
-		Task struct {
-			World string `json:"world"`
-		} `json:"task"`
-	}
-	if json.Unmarshal(generator, &g) != nil {
-		return ""
-	}
-	return g.Task.World
 }
 
 // spread is the range of columns [off, off+dims) of a row-major matrix with cols columns.

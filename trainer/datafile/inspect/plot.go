@@ -200,7 +200,7 @@ func EncodePNG(o *datafile.Offline) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("inspect: height plot: %w", err)
 	}
-	traces, err := tracePlot(o, worldOf(o.Manifest.Generator))
+	traces, err := tracePlot(o, o.Manifest.World())
 	if err != nil {
 		return nil, fmt.Errorf("inspect: trace plot: %w", err)
 	}
