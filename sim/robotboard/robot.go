@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/dualforce/dualforce/hw/board"
@@ -94,7 +96,8 @@ func New(cfg Config) (*Robot, error) {
 }
 
 // LoadScenario reads a world: the file at nameOrPath if there is one, else the built-in world of
-// that name (worlds.BuiltinNames).
+// that name (worlds.BuiltinNames). A missing file named as one (a directory in it, or a .yaml
+// or .yml ending) is reported as a missing file, not as an unknown built-in world.
 func LoadScenario(nameOrPath string) (*worlds.Scenario, error) {
 	data, err := os.ReadFile(nameOrPath)
 	switch {
@@ -104,10 +107,16 @@ func LoadScenario(nameOrPath string) (*worlds.Scenario, error) {
 			return nil, fmt.Errorf("robotboard: world file %s: %w", nameOrPath, err)
 		}
 		return s, nil
-	case errors.Is(err, os.ErrNotExist):
+	case errors.Is(err, os.ErrNotExist) && !looksLikeFile(nameOrPath):
 		return worlds.Builtin(nameOrPath)
 	}
 	return nil, fmt.Errorf("robotboard: world file: %w", err)
+}
+
+// looksLikeFile says whether a world's name can only be a file's.
+func looksLikeFile(name string) bool {
+	ext := filepath.Ext(name)
+	return strings.ContainsRune(name, filepath.Separator) || ext == ".yaml" || ext == ".yml"
 }
 
 // Close frees the simulation.

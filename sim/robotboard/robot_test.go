@@ -65,7 +65,9 @@ func TestLoadScenario(t *testing.T) {
 		{"obstacle_fenced", "obstacle_fenced", nil, ""},
 		{good, "mine", nil, ""},
 		{bad, "", worlds.ErrInvalid, bad},
-		{"no_such_world", "", nil, "obstacle_fenced"}, // the error lists what there is
+		{"no_such_world", "", nil, "obstacle_fenced"},        // the error lists what there is
+		{"missing.yaml", "", os.ErrNotExist, "missing.yaml"}, // a file's name: no such file
+		{filepath.Join(dir, "gone"), "", os.ErrNotExist, "gone"},
 	} {
 		s, err := robotboard.LoadScenario(tc.arg)
 		switch {
