@@ -60,6 +60,9 @@ func TestSetActionScale(t *testing.T) {
 			if err := p.SetActionScale(bad); !errors.Is(err, ErrPlan) {
 				t.Errorf("%s: SetActionScale(%v) = %v, want ErrPlan", task, bad, err)
 			}
+			if !reflect.DeepEqual(p.Modes, def.Modes) || p.Contract.ActionScale != def.Contract.ActionScale {
+				t.Errorf("%s: the refused SetActionScale(%v) changed the plan", task, bad)
+			}
 		}
 	}
 }

@@ -143,6 +143,9 @@ func (p *Plan) SetActionScale(scale float64) error {
 	if !(scale > 0 && scale <= MaxActionScale) {
 		return fmt.Errorf("%w: action scale %v: want (0, %v] rad", ErrPlan, scale, MaxActionScale)
 	}
+	if scale == p.actionScale {
+		return nil // validated when it was set
+	}
 	k := p.actionScale / scale
 	for i := range p.Modes {
 		m := &p.Modes[i]

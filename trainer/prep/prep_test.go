@@ -138,9 +138,10 @@ func checkError(t *testing.T, err error, target any) {
 	}
 }
 
-func TestPrepareStandardises(t *testing.T) {
-	off, exp := datafiletest.Datasets(t, datafiletest.Small, 5)
-	in, err := FromFiles("locomotion", off, exp)
+// prepared loads and prepares locomotion datasets that must be valid.
+func prepared(t *testing.T, o *datafile.Offline, e *datafile.Expert) (Inputs, *Data) {
+	t.Helper()
+	in, err := FromFiles("locomotion", o, e)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,6 +149,12 @@ func TestPrepareStandardises(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return in, d
+}
+
+func TestPrepareStandardises(t *testing.T) {
+	off, exp := datafiletest.Datasets(t, datafiletest.Small, 5)
+	_, d := prepared(t, off, exp)
 	dim, n := d.Offline.ObsDim, d.Offline.Len()
 	jp, _ := d.Contract.Layout.Field(skills.FieldJointPos)
 	for _, j := range []int{0, jp.Offset + 3, dim - 1} {
@@ -215,14 +222,7 @@ func TestWorldFollowsTheManifest(t *testing.T) {
 	for generator, want := range map[string]string{"": "", `{"task":{"world":"high_box.yaml"}}`: "high_box.yaml"} {
 		o, e := datafiletest.Datasets(t, datafiletest.Sizes{Expert: 2, Random: 2, Drift: 1, ExpertSet: 2}, 9)
 		o.Manifest.Generator = []byte(generator)
-		in, err := FromFiles("locomotion", o, e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := Prepare(in)
-		if err != nil {
-			t.Fatal(err)
-		}
+		in, d := prepared(t, o, e)
 		if in.World != want || d.World != want {
 			t.Errorf("generator %q: world %q in the inputs, %q in the data; want %q", generator, in.World, d.World, want)
 		}
