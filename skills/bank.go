@@ -13,9 +13,13 @@ import (
 // and every earlier one (see bankio.go).
 const FormatVersion = 2
 
-// HeadLayout names the policy head convention (see Policy); the manifest
-// records it so a reader can refuse a bank whose networks mean something else.
-const HeadLayout = "mean,log_std"
+// HeadLayout and MixtureHeadLayout name the policy head conventions (see
+// Policy) of a single Gaussian and of a mixture; the manifest records one so
+// a reader can refuse a bank whose networks mean something else.
+const (
+	HeadLayout        = "mean,log_std"
+	MixtureHeadLayout = "mixture:mean,log_std,logit"
+)
 
 // Bank is a trained skill bank: one policy network per skill slot (skill
 // index i of Dual-Force), every stored latent z_i^k with its metadata, and the
@@ -24,9 +28,14 @@ type Bank struct {
 	Producer  string // free text: which program and version wrote the bank
 	Contract  Contract
 	LatentDim int
-	Slots     []Slot
-	Latents   []Latent
-	FRE       *FRE // optional: the frozen reward encoder, to encode a new reward on the robot
+	// Components is the number of mixture components of every slot's policy
+	// head (see Policy): 0 and 1 both mean a single Gaussian, and a bank of
+	// single Gaussians reads back with 0. JSON leaves out 0, so a single
+	// Gaussian's bank marshals as it did before mixtures existed.
+	Components int `json:",omitempty"`
+	Slots      []Slot
+	Latents    []Latent
+	FRE        *FRE // optional: the frozen reward encoder, to encode a new reward on the robot
 }
 
 // Slot is skill i's latent-conditioned policy pi_i(a | s, z); see Policy for
@@ -145,8 +154,8 @@ func validArrayName(name string) bool {
 }
 
 // Validate checks the bank as a whole: the contract, that its layout is one
-// the runtime can feed, every slot network against the policy contract, and
-// every latent's metadata.
+// the runtime can feed, every slot network against the policy contract with
+// the bank's mixture components, and every latent's metadata.
 func (b *Bank) Validate() error {
 	if err := b.Contract.Validate(); err != nil {
 		return err
@@ -160,13 +169,16 @@ func (b *Bank) Validate() error {
 	if len(b.Slots) == 0 || len(b.Slots) > maxSlots {
 		return fmt.Errorf("%d skill slots, want 1..%d", len(b.Slots), maxSlots)
 	}
+	if b.Components < 0 || b.Components > MaxComponents {
+		return fmt.Errorf("policy heads of %d mixture components, want 0..%d", b.Components, MaxComponents)
+	}
 	obsDim := b.Contract.Layout.Dim()
 	for i := range b.Slots {
 		net := &b.Slots[i].Policy
 		if len(net.Layers) > maxLayers {
 			return fmt.Errorf("slot %d has %d layers, at most %d", i, len(net.Layers), maxLayers)
 		}
-		if err := CheckPolicyNet(net, obsDim, b.LatentDim, NumJoints); err != nil {
+		if err := CheckPolicyNet(net, obsDim, b.LatentDim, NumJoints, b.Components); err != nil {
 			return fmt.Errorf("slot %d: %w", i, err)
 		}
 	}

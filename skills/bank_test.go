@@ -25,14 +25,21 @@ import (
 // with every optional field used somewhere, and an FRE section.
 func sampleBank(t testing.TB, l Layout, slots, latentsPerSlot, latentDim int, hidden ...int) *Bank {
 	t.Helper()
+	return sampleMixtureBank(t, l, 0, slots, latentsPerSlot, latentDim, hidden...)
+}
+
+// sampleMixtureBank is sampleBank with policy heads of the given mixture
+// components.
+func sampleMixtureBank(t testing.TB, l Layout, components, slots, latentsPerSlot, latentDim int, hidden ...int) *Bank {
+	t.Helper()
 	rng := rand.New(rand.NewPCG(uint64(slots), uint64(latentDim)))
 	c := testContract(t, l)
 	for i := range c.Normaliser.Mean {
 		c.Normaliser.Mean[i] = float32(rng.NormFloat64())
 		c.Normaliser.Std[i] = 0.1 + rng.Float32()
 	}
-	b := &Bank{Producer: "skills test", Contract: c, LatentDim: latentDim}
-	sizes := append(append([]int{l.Dim() + latentDim}, hidden...), 2*NumJoints)
+	b := &Bank{Producer: "skills test", Contract: c, LatentDim: latentDim, Components: components}
+	sizes := append(append([]int{l.Dim() + latentDim}, hidden...), HeadOutputs(NumJoints, components))
 	for range slots {
 		b.Slots = append(b.Slots, Slot{Policy: randomMLP(rng, ActReLU, sizes...)})
 	}
@@ -84,9 +91,12 @@ func decode(raw []byte) (*Bank, error) {
 }
 
 func TestBankRoundTrip(t *testing.T) {
-	for _, l := range Layouts() {
-		t.Run(l.Name, func(t *testing.T) {
-			b := sampleBank(t, l, 3, 4, 16, 32, 32)
+	for _, tt := range []struct {
+		l          Layout
+		components int
+	}{{Locomotion48(), 0}, {Navigation171(), 0}, {Locomotion48(), 3}, {Navigation171(), MaxComponents}} {
+		t.Run(fmt.Sprintf("%s/components %d", tt.l.Name, tt.components), func(t *testing.T) {
+			b := sampleMixtureBank(t, tt.l, tt.components, 3, 4, 16, 32, 32)
 			path := filepath.Join(t.TempDir(), "bank.npz")
 			if err := WriteBank(path, b); err != nil {
 				t.Fatal(err)
@@ -98,11 +108,48 @@ func TestBankRoundTrip(t *testing.T) {
 			if !reflect.DeepEqual(b, back) {
 				t.Fatalf("round trip changed the bank:\n%+v\n%+v", b, back)
 			}
+			if err := back.Validate(); err != nil {
+				t.Fatal(err)
+			}
 			raw, _ := os.ReadFile(path)
 			if !bytes.Equal(raw, encode(t, back)) {
 				t.Error("re-encoding a read bank gives different bytes: the format is not deterministic")
 			}
+			var m map[string]any
+			if err := json.Unmarshal(unzipMembers(t, raw)[0].data, &m); err != nil {
+				t.Fatal(err)
+			}
+			layout, components := HeadLayout, any(nil)
+			if tt.components > 1 {
+				layout, components = MixtureHeadLayout, float64(tt.components)
+			}
+			if m["head_layout"] != layout || m["components"] != components {
+				t.Errorf("manifest head_layout %v, components %v; want %v, %v", m["head_layout"], m["components"], layout, components)
+			}
 		})
+	}
+}
+
+// Components 0 and 1 are both a single Gaussian: the same bytes (those of the
+// banks written before mixtures existed: no components key), read back as 0.
+func TestSingleGaussianComponents(t *testing.T) {
+	zero := encode(t, sampleBank(t, Locomotion48(), 2, 2, 4, 8))
+	b := sampleBank(t, Locomotion48(), 2, 2, 4, 8)
+	b.Components = 1
+	if one := encode(t, b); !bytes.Equal(one, zero) {
+		t.Fatal("a bank of components 1 is written unlike one of components 0")
+	}
+	for name, raw := range map[string][]byte{
+		"as written":                   zero,
+		"components 1 in the manifest": rezipRaw(t, editManifest(func(m map[string]any) { m["components"] = 1 })(t, unzipMembers(t, zero))),
+	} {
+		back, err := decode(raw)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if back.Components != 0 {
+			t.Errorf("%s: read back with components %d, want 0", name, back.Components)
+		}
 	}
 }
 
@@ -276,6 +323,18 @@ func npyBytes(t *testing.T, shape []int, data any) []byte {
 func TestReadBankRefusesCorruptBanks(t *testing.T) {
 	b := sampleBank(t, Locomotion48(), 2, 2, 8, 16)
 	good := encode(t, b)
+	mixture := encode(t, sampleMixtureBank(t, Locomotion48(), 3, 2, 2, 8, 16))
+	editMixture := func(f func(m map[string]any)) []byte {
+		return rezipRaw(t, editManifest(f)(t, unzipMembers(t, mixture)))
+	}
+	head := func(layout string, components any) corruption {
+		return editManifest(func(m map[string]any) {
+			m["head_layout"] = layout
+			if components != nil {
+				m["components"] = components
+			}
+		})
+	}
 	w0 := b.Slots[0].Policy.Layers[0]
 	nanW := append([]float32(nil), w0.W...)
 	nanW[5] = float32(math.NaN())
@@ -350,6 +409,23 @@ func TestReadBankRefusesCorruptBanks(t *testing.T) {
 			c["default_pose"] = c["default_pose"].([]any)[:11]
 		}), ErrBadManifest},
 		{"head layout", nil, editManifest(func(m map[string]any) { m["head_layout"] = "mean" }), ErrBadManifest},
+		{"no head layout", nil, editManifest(func(m map[string]any) { delete(m, "head_layout") }), ErrBadManifest},
+		{"mixture layout without components", nil, head(MixtureHeadLayout, nil), ErrBadManifest},
+		{"mixture layout with components 1", nil, head(MixtureHeadLayout, 1), ErrBadManifest},
+		{"mixture layout with components 0", nil, head(MixtureHeadLayout, 0), ErrBadManifest},
+		{"mixture layout with components 17", nil, head(MixtureHeadLayout, 17), ErrBadManifest},
+		{"mixture layout with negative components", nil, head(MixtureHeadLayout, -3), ErrBadManifest},
+		{"components as text", nil, head(MixtureHeadLayout, "3"), ErrBadManifest},
+		{"components as a fraction", nil, head(MixtureHeadLayout, 2.5), ErrBadManifest},
+		{"plain layout with components 3", nil, head(HeadLayout, 3), ErrBadManifest},
+		{"plain layout with components 0", nil, head(HeadLayout, 0), ErrBadManifest},
+		{"mixture layout over single-Gaussian heads", nil, head(MixtureHeadLayout, 3), ErrBadManifest},
+		{"mixture layout misspelt", nil, head("mixture:mean,log_std", 3), ErrBadManifest},
+		{"plain layout over mixture heads", editMixture(func(m map[string]any) {
+			m["head_layout"] = HeadLayout
+			delete(m, "components")
+		}), nil, ErrBadManifest},
+		{"mixture components disagree with the heads", editMixture(func(m map[string]any) { m["components"] = 2 }), nil, ErrBadManifest},
 		{"unknown activation", nil, editManifest(func(m map[string]any) {
 			obj(m, "slots", 0, "layers", 0).(map[string]any)["act"] = "swish"
 		}), ErrBadManifest},
@@ -645,6 +721,9 @@ func TestEncodeBankRefusesInvalidBanks(t *testing.T) {
 		"NaN phi":              func(b *Bank) { b.Latents[0].Info.Phi = math.NaN() },
 		"Inf return":           func(b *Bank) { r := math.Inf(1); b.Latents[0].Info.OnlineReturn = &r },
 		"policy head":          func(b *Bank) { b.Slots[0].Policy.Layers[1].Act = ActTanh },
+		"mixture of 24 rows":   func(b *Bank) { b.Components = 3 },
+		"components 17":        func(b *Bank) { b.Components = 17 },
+		"negative components":  func(b *Bank) { b.Components = -1 },
 		"iteration over int32": func(b *Bank) { b.Latents[0].Info.Iteration = math.MaxInt32 + 1 },
 		"FRE truncated":        func(b *Bank) { a := b.FRE.Net.Arrays[FREMeanW]; a.Data = a.Data[1:]; b.FRE.Net.Arrays[FREMeanW] = a },
 		"FRE unknown array":    func(b *Bank) { b.FRE.Net.Arrays["fre/x"] = Array{Shape: []int{1}, Data: []float32{1}} },
@@ -729,29 +808,32 @@ func TestRecall(t *testing.T) {
 	}
 }
 
-// Recalling a skill and running it is SetLatent on a per-slot policy.
+// Recalling a skill and running it is SetLatent on a per-slot policy, with
+// the bank's policy head.
 func TestRecallRunsThePolicy(t *testing.T) {
-	b := sampleBank(t, Navigation171(), 2, 2, 8, 16)
-	ps, err := b.NewPolicies()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(1, 1))
-	obs := randomVec(rng, b.Contract.Layout.Dim())
-	act := make([]float32, NumJoints)
-	for i := range b.Latents {
-		s, _ := b.ByIndex(i)
-		p := ps[s.Slot]
-		if err := p.SetLatent(s.Z); err != nil {
+	for _, components := range []int{0, 3} {
+		b := sampleMixtureBank(t, Navigation171(), components, 2, 2, 8, 16)
+		ps, err := b.NewPolicies()
+		if err != nil {
 			t.Fatal(err)
 		}
-		if err := p.Act(obs, act); err != nil {
-			t.Fatal(err)
-		}
-		want := referenceForward(*s.Net, append(append([]float32(nil), obs...), s.Z...))
-		for j := range act {
-			if !closeTo(act[j], math.Tanh(want[j]), 1e-4) {
-				t.Fatalf("latent %d joint %d: %v, want %v", i, j, act[j], math.Tanh(want[j]))
+		rng := rand.New(rand.NewPCG(1, 1))
+		obs := randomVec(rng, b.Contract.Layout.Dim())
+		act := make([]float32, NumJoints)
+		for i := range b.Latents {
+			s, _ := b.ByIndex(i)
+			p := ps[s.Slot]
+			if err := p.SetLatent(s.Z); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Act(obs, act); err != nil {
+				t.Fatal(err)
+			}
+			want, _, _ := referenceAct(*s.Net, components, NumJoints, slices.Concat(obs, s.Z))
+			for j := range act {
+				if !closeTo(act[j], want[j], 1e-4) {
+					t.Fatalf("components %d, latent %d joint %d: %v, want %v", components, i, j, act[j], want[j])
+				}
 			}
 		}
 	}

@@ -48,22 +48,26 @@ import (
 // shape and the SHA-256 of the whole member (the .npy bytes), checked on read.
 // Members that the manifest does not list are refused.
 //
-// Manifest (JSON object): format_version (2), producer, head_layout
-// ("mean,log_std", see Policy), action_dim (12), latent_dim, contract (the
-// Contract), slots[i].layers[j] = {in, out, act, w, b} (array names),
-// latents = {count, labels: [{latent, name, tags}]} (only the latents that
-// have a name or tags, by increasing index), goal_rate_worlds (optional: the
-// worlds with a latents.goal_rate.<world> array, sorted, each measuring at
-// least one latent; names as CheckWorldName), fre (optional: {heads, subsets,
-// arrays: the encoder's array names}), arrays = [{name, dtype, shape,
-// sha256}] sorted by name.
+// Manifest (JSON object): format_version (2), producer, head_layout and
+// components (the policy head, see Policy: "mean,log_std" and no components
+// for a single Gaussian, which a reader also takes with components 1;
+// "mixture:mean,log_std,logit" and components 2..MaxComponents for a
+// mixture), action_dim (12), latent_dim, contract (the Contract),
+// slots[i].layers[j] = {in, out, act, w, b} (array names), latents = {count,
+// labels: [{latent, name, tags}]} (only the latents that have a name or tags,
+// by increasing index), goal_rate_worlds (optional: the worlds with a
+// latents.goal_rate.<world> array, sorted, each measuring at least one
+// latent; names as CheckWorldName), fre (optional: {heads, subsets, arrays:
+// the encoder's array names}), arrays = [{name, dtype, shape, sha256}] sorted
+// by name.
 //
-// Format v1, still read: every array is <f4; latents = {array: "latents",
-// items: [LatentInfo...]} holds every per-latent number but goal rates (v1 has
-// none) in the manifest (so
-// about 60,000 latents overflow the reader's manifest limit); fre = {config,
-// arrays named "fre.<name>"} only reserved the place of an encoder that no
-// program wrote, and is dropped on read.
+// Format v1, still read: head_layout "mean,log_std" and no components (v1
+// knew single Gaussians only); every array is <f4; latents = {array:
+// "latents", items: [LatentInfo...]} holds every per-latent number but goal
+// rates (v1 has none) in the manifest (so about 60,000 latents overflow the
+// reader's manifest limit); fre = {config, arrays named "fre.<name>"} only
+// reserved the place of an encoder that no program wrote, and is dropped on
+// read.
 const (
 	ManifestMember = "manifest.json"
 	LatentsArray   = "latents"
@@ -90,6 +94,7 @@ type manifestCommon struct {
 	FormatVersion int            `json:"format_version"`
 	Producer      string         `json:"producer,omitempty"`
 	HeadLayout    string         `json:"head_layout"`
+	Components    *int           `json:"components,omitempty"` // nil: absent
 	ActionDim     int            `json:"action_dim"`
 	LatentDim     int            `json:"latent_dim"`
 	Contract      Contract       `json:"contract"`
@@ -181,6 +186,11 @@ func (b *Bank) layout() (manifest, []namedArray) {
 			Contract:      b.Contract,
 		},
 		Latents: manifestLatents{Count: len(b.Latents), Labels: []latentLabel{}},
+	}
+	// A single Gaussian's manifest has no components key, so that its bytes
+	// are those of the banks written before mixtures existed.
+	if b.Components > 1 {
+		m.HeadLayout, m.Components = MixtureHeadLayout, &b.Components
 	}
 	var arrays []namedArray
 	for i, s := range b.Slots {
@@ -596,9 +606,10 @@ func parseManifest(js []byte) (bankManifest, error) {
 		return nil, fmt.Errorf("%w: %d (this reader knows 1 and %d)", ErrUnknownVersion, *head.FormatVersion, FormatVersion)
 	}
 	c := m.common()
+	if err := c.checkHead(); err != nil {
+		return nil, err
+	}
 	switch {
-	case c.HeadLayout != HeadLayout:
-		return nil, fmt.Errorf("%w: head_layout %q, want %q", ErrBadManifest, c.HeadLayout, HeadLayout)
 	case c.ActionDim != NumJoints:
 		return nil, fmt.Errorf("%w: action_dim %d, want %d", ErrBadManifest, c.ActionDim, NumJoints)
 	case len(c.Slots) == 0 || len(c.Slots) > maxSlots:
@@ -609,6 +620,28 @@ func parseManifest(js []byte) (bankManifest, error) {
 		return nil, fmt.Errorf("%w: latent_dim %d outside 1..%d", ErrBadManifest, c.LatentDim, maxLayerWidth)
 	}
 	return m, nil
+}
+
+// checkHead checks the policy head a manifest declares (see the format).
+func (c *manifestCommon) checkHead() error {
+	switch {
+	case c.FormatVersion == 1 && (c.HeadLayout != HeadLayout || c.Components != nil):
+		return fmt.Errorf("%w: format v1 knows only head_layout %q, without components", ErrBadManifest, HeadLayout)
+	case c.HeadLayout == HeadLayout:
+		if c.Components != nil && *c.Components != 1 {
+			return fmt.Errorf("%w: components %d with head_layout %q (a single Gaussian): want 1 or no components", ErrBadManifest, *c.Components, HeadLayout)
+		}
+	case c.HeadLayout == MixtureHeadLayout:
+		if c.Components == nil {
+			return fmt.Errorf("%w: head_layout %q without components", ErrBadManifest, MixtureHeadLayout)
+		}
+		if k := *c.Components; k < 2 || k > MaxComponents {
+			return fmt.Errorf("%w: components %d with head_layout %q, want 2..%d", ErrBadManifest, k, MixtureHeadLayout, MaxComponents)
+		}
+	default:
+		return fmt.Errorf("%w: head_layout %q, want %q or %q", ErrBadManifest, c.HeadLayout, HeadLayout, MixtureHeadLayout)
+	}
+	return nil
 }
 
 // decodeStrict decodes one JSON object into m, refusing unknown fields and
@@ -692,6 +725,9 @@ func (r *refCollector) slots(c *manifestCommon) {
 
 func assembleSlots(c *manifestCommon, arrays map[string]decodedArray) *Bank {
 	b := &Bank{Producer: c.Producer, Contract: c.Contract, LatentDim: c.LatentDim}
+	if c.HeadLayout == MixtureHeadLayout { // checked: with 2..MaxComponents components
+		b.Components = *c.Components
+	}
 	for _, s := range c.Slots {
 		var net MLP
 		for _, l := range s.Layers {

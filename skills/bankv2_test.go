@@ -290,6 +290,10 @@ func TestReadBankRefusesCorruptV1Banks(t *testing.T) {
 		{"no latents", editManifest(func(m map[string]any) {
 			obj(m, "latents").(map[string]any)["items"] = []any{}
 		}), ErrBadManifest},
+		{"mixture head, which v1 never had", editManifest(func(m map[string]any) {
+			m["head_layout"], m["components"] = MixtureHeadLayout, 3
+		}), ErrBadManifest},
+		{"components, which v1 never had", editManifest(func(m map[string]any) { m["components"] = 1 }), ErrBadManifest},
 		{"goal rates, which v1 never had", editManifest(func(m map[string]any) {
 			obj(m, "latents", "items", 0).(map[string]any)["goal_rate"] = map[string]any{"obstacle": 0.5}
 		}), ErrBadManifest},

@@ -68,7 +68,7 @@ func BenchmarkMLP299x256x256x12(b *testing.B) {
 func BenchmarkPolicyAct(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	m := randomMLP(rng, ActReLU, 171+128, 256, 256, 24)
-	p, err := NewPolicy(m, 171, 128, 12)
+	p, err := NewPolicy(m, 171, 128, 12, 1)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func BenchmarkPolicyAct(b *testing.B) {
 
 func BenchmarkSetLatent(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	p, err := NewPolicy(randomMLP(rng, ActReLU, 171+128, 256, 256, 24), 171, 128, 12)
+	p, err := NewPolicy(randomMLP(rng, ActReLU, 171+128, 256, 256, 24), 171, 128, 12, 1)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -7,8 +7,9 @@
 //   - the action mapping from policy output to clamped joint targets;
 //   - the Contract that travels inside a bank (normaliser, action scale, default
 //     pose, PD gains, rates, feature projection phi, height-map spec);
-//   - float32 policy inference (MLP, latent-conditioned Policy) with no
-//     allocation on the control path;
+//   - float32 policy inference (MLP, latent-conditioned Policy with a
+//     single-Gaussian or Gaussian-mixture head) with no allocation on the
+//     control path;
 //   - FRE inference: the frozen functional reward encoder (Encoder) and the
 //     one encode API (EncodeReward over a SubsetPlan, paper Algorithm 1) that
 //     the trainer runs on its offline data and the robot on a bank's anchor

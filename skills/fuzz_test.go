@@ -18,6 +18,7 @@ func FuzzReadBank(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(v1)
+	f.Add(encode(f, sampleMixtureBank(f, Locomotion48(), 3, 1, 2, 4, 8)))
 	f.Add(good[:len(good)/2])
 	f.Add(good[:len(good)-1])
 	f.Add([]byte{})
@@ -50,6 +51,12 @@ func FuzzBankManifest(f *testing.F) {
 	f.Add(bytes.Replace(js, []byte(`"subsets": 2`), []byte(`"subsets": 8`), 1))
 	f.Add(bytes.Replace(js, []byte(`"obstacle_fenced"`), []byte(`"obstacle_fence_right"`), 1))
 	f.Add(bytes.Replace(js, []byte(`"obstacle_fenced"`), []byte(`"obstacle"`), 1))
+	// The mixture head's checks: a mixture layout over these single-Gaussian heads, without
+	// components, and a components key with the single Gaussian's layout.
+	mixture := []byte(`"head_layout": "` + MixtureHeadLayout + `"`)
+	f.Add(bytes.Replace(js, []byte(`"head_layout": "`+HeadLayout+`"`), append(mixture, []byte(`, "components": 3`)...), 1))
+	f.Add(bytes.Replace(js, []byte(`"head_layout": "`+HeadLayout+`"`), mixture, 1))
+	f.Add(bytes.Replace(js, []byte(`"head_layout": "`+HeadLayout+`"`), []byte(`"head_layout": "`+HeadLayout+`", "components": 1`), 1))
 	f.Fuzz(func(t *testing.T, manifest []byte) {
 		edited := append([]member(nil), ms...)
 		edited[0] = member{ManifestMember, manifest, zip.Store}

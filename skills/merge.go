@@ -15,12 +15,13 @@ var ErrIncompatible = errors.New("skills: banks not compatible")
 // Merge returns one bank holding every slot and latent of banks, in order: bank j's slots follow
 // those of the banks before it, and its latents point at them. The banks must share their
 // contract (the same layout, normaliser, feature projection, gains and rates: trained on one
-// data set) and latent width, and carry the same FRE encoder or none; the merged bank carries
-// it. What an evaluation measured (returns, online successor features, filter, goal rates) is
-// dropped: each bank was judged against its own filter and rollouts, so the merged bank is
-// evaluated afresh (which also replaces the measured tags; the others are kept). A latent name
-// that another bank also uses gets the bank's label prepended ("label/name"); labels (one per
-// bank, e.g. the file names) must then differ. The result is validated.
+// data set), latent width and policy head (single Gaussians, or mixtures of as many
+// components), and carry the same FRE encoder or none; the merged bank carries it. What an
+// evaluation measured (returns, online successor features, filter, goal rates) is dropped: each
+// bank was judged against its own filter and rollouts, so the merged bank is evaluated afresh
+// (which also replaces the measured tags; the others are kept). A latent name that another
+// bank also uses gets the bank's label prepended ("label/name"); labels (one per bank, e.g.
+// the file names) must then differ. The result is validated.
 func Merge(producer string, labels []string, banks ...*Bank) (*Bank, error) {
 	if len(banks) < 2 {
 		return nil, fmt.Errorf("%w: merging %d banks, want 2 or more", ErrIncompatible, len(banks))
@@ -33,7 +34,7 @@ func Merge(producer string, labels []string, banks ...*Bank) (*Bank, error) {
 	if err != nil {
 		return nil, fmt.Errorf("skills: contract of bank %q: %w", labels[0], err)
 	}
-	merged := &Bank{Producer: producer, Contract: first.Contract, LatentDim: first.LatentDim, FRE: first.FRE}
+	merged := &Bank{Producer: producer, Contract: first.Contract, LatentDim: first.LatentDim, Components: first.Components, FRE: first.FRE}
 	uses := make(map[string]int)
 	for _, b := range banks {
 		for _, l := range b.Latents {
@@ -81,12 +82,22 @@ func compatible(first, b *Bank, contract []byte) error {
 		return errors.New("different contracts (layout, normaliser, features, gains or rates): trained on different data")
 	case b.LatentDim != first.LatentDim:
 		return fmt.Errorf("latents of %d and %d values", first.LatentDim, b.LatentDim)
+	case max(b.Components, 1) != max(first.Components, 1): // 0 and 1 both mean a single Gaussian
+		return fmt.Errorf("policy heads of %s and %s", headName(first.Components), headName(b.Components))
 	case (first.FRE == nil) != (b.FRE == nil):
 		return errors.New("one carries an FRE encoder, the other none")
 	case first.FRE != nil && !reflect.DeepEqual(first.FRE, b.FRE):
 		return errors.New("different FRE encoders")
 	}
 	return nil
+}
+
+// headName names the policy head of a bank of the given mixture components.
+func headName(components int) string {
+	if components <= 1 {
+		return "a single Gaussian"
+	}
+	return fmt.Sprintf("a %d-component Gaussian mixture", components)
 }
 
 // KeepSlots returns a copy of b holding only the given slots, in that order, and the latents

@@ -2,6 +2,7 @@ package skills_test
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -12,13 +13,25 @@ import (
 
 // Merging puts the banks' slots side by side, points each latent at its own slot, keeps names
 // unique, drops what an evaluation measured and keeps the shared encoder; every action a merged
-// latent produces is the one its source bank produced.
+// latent produces is the one its source bank produced, with the sources' policy head.
 func TestMerge(t *testing.T) {
+	for _, components := range []int{0, 3} {
+		t.Run(fmt.Sprintf("components %d", components), func(t *testing.T) { testMerge(t, components) })
+	}
+}
+
+func testMerge(t *testing.T, components int) {
 	c := skillstest.Navigation(t)
+	slots := func(actions ...[skills.NumJoints]float32) *skills.Bank {
+		if components > 1 {
+			return skillstest.MixtureSlots(t, c, components, actions...)
+		}
+		return skillstest.ConstantSlots(t, c, actions...)
+	}
 	var a0, a1, a2 [skills.NumJoints]float32
 	a0[0], a1[0], a2[0] = 0.1, 0.2, 0.3
-	first := skillstest.ConstantSlots(t, c, a0, a1)
-	second := skillstest.ConstantSlots(t, c, a2)
+	first := slots(a0, a1)
+	second := slots(a2)
 	fre := skillstest.ConstantFRE(t, c, []float32{1, 0})
 	first.FRE, second.FRE = fre, fre
 	ret, yes := 4.0, true
@@ -30,8 +43,8 @@ func TestMerge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(m.Slots) != 3 || len(m.Latents) != 3 || m.FRE == nil || m.Producer != "test merge" {
-		t.Fatalf("merged %d slots, %d latents, FRE %v, producer %q", len(m.Slots), len(m.Latents), m.FRE != nil, m.Producer)
+	if len(m.Slots) != 3 || len(m.Latents) != 3 || m.FRE == nil || m.Producer != "test merge" || m.Components != components {
+		t.Fatalf("merged %d slots, %d latents, FRE %v, producer %q, %d components", len(m.Slots), len(m.Latents), m.FRE != nil, m.Producer, m.Components)
 	}
 	wantNames := []string{"first/constant0", "constant1", "second/constant0"}
 	for i, l := range m.Latents {
@@ -48,7 +61,7 @@ func TestMerge(t *testing.T) {
 		if l.Info.Skill != i {
 			t.Fatalf("latent %d points at slot %d", i, l.Info.Skill)
 		}
-		p, err := skills.NewPolicy(m.Slots[l.Info.Skill].Policy, len(obs), m.LatentDim, skills.NumJoints)
+		p, err := skills.NewPolicy(m.Slots[l.Info.Skill].Policy, len(obs), m.LatentDim, skills.NumJoints, m.Components)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,6 +95,9 @@ func TestMergeRefuses(t *testing.T) {
 	withFRE.FRE = skillstest.ConstantFRE(t, c, []float32{1, 0})
 	otherFRE := base()
 	otherFRE.FRE = skillstest.ConstantFRE(t, c, []float32{0, 1})
+	mixture := func(components int) *skills.Bank { return skillstest.MixtureSlots(t, c, components, a) }
+	one := base()
+	one.Components = 1
 	for _, tc := range []struct {
 		name   string
 		banks  []*skills.Bank
@@ -94,6 +110,9 @@ func TestMergeRefuses(t *testing.T) {
 		{"layout", []*skills.Bank{base(), loco}, []string{"a", "b"}, "different contracts"},
 		{"FRE on one", []*skills.Bank{base(), withFRE}, []string{"a", "b"}, "the other none"},
 		{"FRE differs", []*skills.Bank{withFRE, otherFRE}, []string{"a", "b"}, "different FRE encoders"},
+		{"mixture and single Gaussian", []*skills.Bank{base(), mixture(3)}, []string{"a", "b"}, "policy heads of a single Gaussian and a 3-component Gaussian mixture"},
+		{"mixtures of different sizes", []*skills.Bank{mixture(3), mixture(2)}, []string{"a", "b"}, "policy heads of a 3-component Gaussian mixture and a 2-component Gaussian mixture"},
+		{"components 0 and 1 are one head", []*skills.Bank{base(), one}, []string{"a", "a"}, "both named"}, // refused for the names alone
 		{"same labels, same names", []*skills.Bank{base(), base()}, []string{"a", "a"}, "both named"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -101,7 +120,7 @@ func TestMergeRefuses(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err %v, want %q", err, tc.want)
 			}
-			if strings.Contains(tc.want, "different") || strings.Contains(tc.want, "none") {
+			if strings.Contains(tc.want, "different") || strings.Contains(tc.want, "none") || strings.Contains(tc.want, "policy heads") {
 				if !errors.Is(err, skills.ErrIncompatible) {
 					t.Errorf("%v is not ErrIncompatible", err)
 				}

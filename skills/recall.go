@@ -139,7 +139,7 @@ func (b *Bank) Nearest(z []float32) (Skill, float64, error) {
 func (b *Bank) NewPolicies() ([]*Policy, error) {
 	ps := make([]*Policy, len(b.Slots))
 	for i := range b.Slots {
-		p, err := NewPolicy(b.Slots[i].Policy, b.Contract.Layout.Dim(), b.LatentDim, NumJoints)
+		p, err := NewPolicy(b.Slots[i].Policy, b.Contract.Layout.Dim(), b.LatentDim, NumJoints, b.Components)
 		if err != nil {
 			return nil, fmt.Errorf("slot %d: %w", i, err)
 		}

@@ -1,6 +1,7 @@
 package core_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -11,8 +12,9 @@ import (
 // armedScenario is a running navigation core with switching, blending and recall armed: walls
 // come and go on the routes, the robot makes no progress (a stall counts after 500 ms), and
 // operator recalls (on the features and through the bank's FRE encoder) arrive every 700 ms.
-func armedScenario(t testing.TB, armed bool) (s *scenario, tick func()) {
-	s = newScenario(t)
+// The bank's policy heads have the given mixture components (0: single Gaussians).
+func armedScenario(t testing.TB, armed bool, components int) (s *scenario, tick func()) {
+	s = newScenario(t, components)
 	s.bank.FRE = skillstest.ConstantFRE(t, s.bank.Contract, []float32{1, 0}) // the real encoder runs
 	s.cfg.Switching.StallAfter = 500 * time.Millisecond                      // the robot stands still: stalls too
 	if !armed {
@@ -46,33 +48,38 @@ func armedScenario(t testing.TB, armed bool) (s *scenario, tick func()) {
 	}
 }
 
-// Switching, blending and recall add no allocation to the control path.
+// Switching, blending and recall add no allocation to the control path, whatever the policy
+// head.
 func TestArmedCoreDoesNotAllocate(t *testing.T) {
-	s, tick := armedScenario(t, true)
-	allocs := testing.AllocsPerRun(1, func() {
-		for range 10000 {
-			tick()
-		}
-	})
-	if allocs != 0 {
-		t.Fatalf("%v allocations in 10 s of armed running", allocs)
+	for _, components := range []int{0, 3} {
+		t.Run(fmt.Sprintf("components %d", components), func(t *testing.T) {
+			s, tick := armedScenario(t, true, components)
+			allocs := testing.AllocsPerRun(1, func() {
+				for range 10000 {
+					tick()
+				}
+			})
+			if allocs != 0 {
+				t.Fatalf("%v allocations in 10 s of armed running", allocs)
+			}
+			if s.c.Fault() != "" || s.in.Now < 10*time.Second {
+				t.Fatalf("fault %q at %v", s.c.Fault(), s.in.Now)
+			}
+			// The run did what it claims: obstacle switches, operator (recall) switches, recall replies.
+			for trigger, n := range s.triggers {
+				if n == 0 {
+					t.Fatalf("switches by trigger %v: none by %v", s.triggers, corebus.SwitchTrigger(trigger))
+				}
+			}
+			t.Logf("switches by trigger (operator, obstacle, no progress): %v", s.triggers)
+		})
 	}
-	if s.c.Fault() != "" || s.in.Now < 10*time.Second {
-		t.Fatalf("fault %q at %v", s.c.Fault(), s.in.Now)
-	}
-	// The run did what it claims: obstacle switches, operator (recall) switches, recall replies.
-	for trigger, n := range s.triggers {
-		if n == 0 {
-			t.Fatalf("switches by trigger %v: none by %v", s.triggers, corebus.SwitchTrigger(trigger))
-		}
-	}
-	t.Logf("switches by trigger (operator, obstacle, no progress): %v", s.triggers)
 }
 
 // benchmarkNavigationTick times one link tick of a running navigation core (the kinematic
 // robot's few conversions included), averaged over policy and other ticks.
 func benchmarkNavigationTick(b *testing.B, armed bool) {
-	_, tick := armedScenario(b, armed)
+	_, tick := armedScenario(b, armed, 0)
 	b.ReportAllocs()
 	for b.Loop() {
 		tick()

@@ -80,10 +80,29 @@ func TestScenariosThroughTheBankFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := newScenario(t)
+		s := newScenario(t, 0)
 		s.viaBankFile = true
 		if got := s.play(src); !bytes.Equal(got, want) {
 			t.Errorf("%s through the bank file differs from the golden file:\n%s", name, lineDiff(string(want), string(got)))
+		}
+	})
+}
+
+// A policy head of Gaussian mixtures runs as the single Gaussians do: every scenario played
+// with each slot's constant action on the most likely of three components (the others act
+// otherwise) gives its golden log, commanded targets included, also from the bank file.
+func TestScenariosWithMixtureHeads(t *testing.T) {
+	eachScenario(t, func(t *testing.T, name, src, golden string) {
+		want, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, viaBankFile := range []bool{false, true} {
+			s := newScenario(t, 3)
+			s.viaBankFile = viaBankFile
+			if got := s.play(src); !bytes.Equal(got, want) {
+				t.Errorf("%s with mixture heads (through the bank file: %v) differs from the golden file:\n%s", name, viaBankFile, lineDiff(string(want), string(got)))
+			}
 		}
 	})
 }
@@ -234,8 +253,13 @@ type scenario struct {
 	triggers [3]int // skill switches by trigger
 }
 
-func newScenario(t testing.TB) *scenario {
+// newScenario is a scenario whose bank has a constant skill per scenarioActions, with policy
+// heads of the given mixture components (0: single Gaussians).
+func newScenario(t testing.TB, components int) *scenario {
 	bank := skillstest.ConstantSlots(t, skillstest.Navigation(t), scenarioActions...)
+	if components > 1 {
+		bank = skillstest.MixtureSlots(t, skillstest.Navigation(t), components, scenarioActions...)
+	}
 	s := &scenario{t: t, bank: bank, opts: core.LoadOptions{Measured: scenarioMeasures{failed: map[int]bool{}, success: map[[2]any]float64{}}}}
 	s.cfg = core.DefaultConfig(bank)
 	s.cfg.Calibration = core.CalibrateOffsets
@@ -425,7 +449,7 @@ func describe(ev *corebus.Event) string {
 //	cmd skill 2 | cmd mode run | cmd estop | cmd estop_clear
 //	cmd recall base_ang_vel.z=1,base_lin_vel.x=0.5 [max=0.2]
 //	slider estop | slider ok        the slider box's E-stop
-func play(t testing.TB, script string) []byte { return newScenario(t).play(script) }
+func play(t testing.TB, script string) []byte { return newScenario(t, 0).play(script) }
 
 func (s *scenario) play(script string) []byte {
 	t := s.t

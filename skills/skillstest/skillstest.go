@@ -2,7 +2,8 @@
 // (the runtime core and its drivers, evaluation): a policy that outputs one constant action
 // whatever it sees, one whose action overflows to NaN, and a seeded random network of a real
 // policy's size, each wrapped in a one-latent bank that validates; and banks of several
-// constant skills (one slot and latent each) to switch between.
+// constant skills (one slot and latent each) to switch between, with single-Gaussian or
+// mixture policy heads.
 package skillstest
 
 import (
@@ -113,6 +114,35 @@ func ConstantSlots(t testing.TB, c skills.Contract, actions ...[skills.NumJoints
 			Info: skills.LatentInfo{Skill: i, Name: fmt.Sprintf("constant%d", i), OfflinePsi: make([]float32, c.Features.Dim(c.Layout))},
 			Z:    []float32{float32(i), 0},
 		})
+	}
+	if err := b.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// MixtureSlots is ConstantSlots with every slot's policy head a mixture of the given number of
+// components (2..skills.MaxComponents): in slot i the component with the largest logit, the
+// last, outputs actions[i], and every other component an action at least 0.5 away from it in
+// every joint, so that a policy that acted on another component than the most likely one would
+// be seen to.
+func MixtureSlots(t testing.TB, c skills.Contract, components int, actions ...[skills.NumJoints]float32) *skills.Bank {
+	t.Helper()
+	b := ConstantSlots(t, c, actions...)
+	b.Components = components
+	in, out := c.Layout.Dim()+LatentDim, skills.HeadOutputs(skills.NumJoints, components)
+	for i, a := range actions {
+		head := skills.Dense{In: in, Out: out, W: make([]float32, in*out), B: make([]float32, out)}
+		for k := range components {
+			for j, v := range a {
+				if k != components-1 {
+					v = float32(math.Copysign(0.5, float64(-v)))
+				}
+				head.B[k*skills.NumJoints+j] = float32(math.Atanh(float64(v)))
+			}
+			head.B[2*components*skills.NumJoints+k] = float32(k)
+		}
+		b.Slots[i].Policy = skills.MLP{Layers: []skills.Dense{head}}
 	}
 	if err := b.Validate(); err != nil {
 		t.Fatal(err)

@@ -60,7 +60,7 @@ func TestExportedPolicyActsLikeMode(t *testing.T) {
 	obs := randSlice[float32](rng, rows*obsDim, 1)
 	want := make([]float32, rows*actDim)
 	p.Mode(&Tape[float32]{}, obs, rows, want)
-	sp, err := skills.NewPolicy(ToSkills(p.Net), obsDim, 0, actDim)
+	sp, err := skills.NewPolicy(ToSkills(p.Net), obsDim, 0, actDim, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
