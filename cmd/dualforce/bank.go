@@ -30,8 +30,9 @@ Subcommands:
 const bankInspectUsage = `Usage: dualforce bank inspect [--top N] <bank.npz>
 
 Reads a skill bank (format v1 or v2, checked as the runtime checks it) and prints:
-  the bank        producer, observation layout, slots, latents and their width, FRE encoder,
-                  the observation clip when it has one
+  the bank        producer, observation layout, slots, latents and their width, policy head
+                  (a single Gaussian or a K-component Gaussian mixture), FRE encoder, the
+                  observation clip when it has one
   measured        what 'dualforce eval --write-bank' stored: how many latents have an online
                   return and its range, how many passed the filter (>= 50% of the
                   SMODICE-expert's return), failed it or were not judged, every tag with its
@@ -74,8 +75,8 @@ were measured to do. A bank named as FILE:SLOTS (comma-separated slot indices, e
 run2.npz:1 or run1.npz:0,2) gives only those slots and their latents, in that order: the
 skills of each run worth keeping, so that the merged bank stays small (a Dual-Force bank of
 the paper-scale navigation set is 3.5 MB, two of them 5.8 MB). The banks must share their
-contract (layout, normaliser, feature projection, gains, rates: trained on the same data set)
-and latent width, and carry the same FRE encoder or none.
+contract (layout, normaliser, feature projection, gains, rates: trained on the same data set),
+latent width and policy head, and carry the same FRE encoder or none.
 
 The merged bank is unevaluated: each source was judged against its own filter and rollouts, so
 online returns and successor features, filter results and goal rates are dropped (tags are kept;
@@ -160,8 +161,12 @@ func writeBankSummary(w io.Writer, b *skills.Bank, top int) error {
 	if b.FRE != nil {
 		fre = fmt.Sprintf("%d anchors in %d subsets", b.FRE.Anchors.Shape[0], b.FRE.Subsets)
 	}
-	fmt.Fprintf(w, "producer %q, layout %s, %d slots, %d latents of %d values, FRE encoder: %s\n",
-		b.Producer, b.Contract.Layout.Name, len(b.Slots), len(b.Latents), b.LatentDim, fre)
+	head := "single Gaussian"
+	if b.Components > 1 {
+		head = fmt.Sprintf("%d-component Gaussian mixture", b.Components)
+	}
+	fmt.Fprintf(w, "producer %q, layout %s, %d slots, %d latents of %d values, policy head: %s, FRE encoder: %s\n",
+		b.Producer, b.Contract.Layout.Name, len(b.Slots), len(b.Latents), b.LatentDim, head, fre)
 	if c := b.Contract.Normaliser.Clip; c > 0 {
 		fmt.Fprintf(w, "observations: standardised values clamped to +-%g\n", c)
 	}

@@ -77,6 +77,14 @@ func TestBankInspect(t *testing.T) {
 	if out := mustRun(t, "bank", "inspect", plain); !strings.Contains(out, "no latent has an online return") || !strings.Contains(out, "top 1 of 1 latents") {
 		t.Errorf("inspect of an unevaluated bank:\n%s", out)
 	}
+	// A bank of mixture policies says so.
+	mixture := filepath.Join(dir, "mixture.npz")
+	if err := skills.WriteBank(mixture, skillstest.MixtureSlots(t, skillstest.Locomotion(t), 3, [skills.NumJoints]float32{})); err != nil {
+		t.Fatal(err)
+	}
+	if out := mustRun(t, "bank", "inspect", mixture); !strings.Contains(out, "policy head: 3-component Gaussian mixture,") {
+		t.Errorf("inspect of a mixture bank:\n%s", out)
+	}
 	// Thousands of latents: the default lists 20 of them under the summary.
 	big := measuredBank(t)
 	for k := range 3000 {
