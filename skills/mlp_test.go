@@ -286,6 +286,14 @@ func TestHeadOutputs(t *testing.T) {
 		if got := HeadOutputs(tt.actDim, tt.components); got != tt.want {
 			t.Errorf("HeadOutputs(%d, %d) = %d, want %d", tt.actDim, tt.components, got, tt.want)
 		}
+		if k, err := HeadComponents(tt.want, tt.actDim); err != nil || k != max(1, tt.components) {
+			t.Errorf("HeadComponents(%d, %d) = %d, %v; want %d", tt.want, tt.actDim, k, err, max(1, tt.components))
+		}
+	}
+	for _, tt := range []struct{ outputs, actDim int }{{25, 12}, {23, 12}, {0, 12}, {76, 12}, {425, 12}, {24, 0}, {-50, 12}} {
+		if k, err := HeadComponents(tt.outputs, tt.actDim); err == nil {
+			t.Errorf("HeadComponents(%d, %d) = %d, want an error", tt.outputs, tt.actDim, k)
+		}
 	}
 }
 

@@ -51,6 +51,19 @@ func HeadOutputs(actDim, components int) int {
 	return components * (2*actDim + 1)
 }
 
+// HeadComponents is the number of mixture components of a head with outputs
+// outputs for actDim actions (HeadOutputs' inverse), or an error when no head
+// has that many.
+func HeadComponents(outputs, actDim int) (int, error) {
+	if actDim > 0 && outputs == 2*actDim {
+		return 1, nil
+	}
+	if k := outputs / (2*actDim + 1); actDim > 0 && k >= 2 && k <= MaxComponents && HeadOutputs(actDim, k) == outputs {
+		return k, nil
+	}
+	return 0, fmt.Errorf("no policy head for %d actions has %d outputs", actDim, outputs)
+}
+
 // ErrNonFiniteLatent reports a NaN or Inf in a latent given to SetLatent.
 var ErrNonFiniteLatent = errors.New("skills: non-finite latent")
 

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dualforce/dualforce/skills"
 	"github.com/dualforce/dualforce/trainer/datafile"
 	"github.com/dualforce/dualforce/trainer/eval"
 	"github.com/dualforce/dualforce/trainer/prep"
@@ -126,10 +127,11 @@ func addTrainingFlags(fs *flag.FlagSet, run trainrun.Settings, discSteps, batch,
 	}
 }
 
-// policyFlags are the policy learner's Adam rate and parameter averaging (wbc.Config.LR,
-// Average), with a method's defaults.
+// policyFlags are the policy learner's Adam rate, parameter averaging and mixture head
+// (wbc.Config.LR, Average, Components), with a method's defaults.
 type policyFlags struct {
 	lr, average *float64
+	components  *int
 }
 
 func addPolicyFlags(fs *flag.FlagSet, def wbc.Config) *policyFlags {
@@ -137,6 +139,8 @@ func addPolicyFlags(fs *flag.FlagSet, def wbc.Config) *policyFlags {
 		lr: fs.Float64("policy-lr", def.LR, "the policy's Adam learning rate"),
 		average: fs.Float64("policy-average", def.Average, "decay per policy step of the moving average of the policy's parameters that the bank deploys "+
 			"(Polyak-Ruppert averaging of the iterates; 0: the last iterate)"),
+		components: fs.Int("policy-components", max(1, def.Components), fmt.Sprintf("Gaussians in the policy head's mixture (1..%d; 1: a single Gaussian); the deployed action is "+
+			"the most probable component's mean, so a clone of routes round both sides of an obstacle can keep them apart instead of fitting their mean", skills.MaxComponents)),
 	}
 }
 
@@ -146,12 +150,21 @@ func (p *policyFlags) check() error {
 		return usagef("--policy-average %v: want a decay in [0, 1)", *p.average)
 	case !(*p.lr > 0) || math.IsInf(*p.lr, 1):
 		return usagef("--policy-lr %v: want a positive learning rate", *p.lr)
+	case *p.components < 1 || *p.components > skills.MaxComponents:
+		return usagef("--policy-components %d: want 1..%d", *p.components, skills.MaxComponents)
 	}
 	return nil
 }
 
-// apply sets c's rate and averaging to the flags'.
-func (p *policyFlags) apply(c *wbc.Config) { c.LR, c.Average = *p.lr, *p.average }
+// apply sets c's rate, averaging and mixture to the flags'. One component is stored as 0, the
+// zero value, so that the configurations (and checkpoints) of single-Gaussian runs are those
+// written before the mixture head existed, and such runs resume.
+func (p *policyFlags) apply(c *wbc.Config) {
+	c.LR, c.Average, c.Components = *p.lr, *p.average, 0
+	if *p.components > 1 {
+		c.Components = *p.components
+	}
+}
 
 // absorbingFallsUsage is the --absorbing-falls flag's text (dice.ValueConfig.AbsorbingFalls).
 const absorbingFallsUsage = "a fall's next state is absorbing at the set's lowest reward, worth min R/(1-gamma), instead of 0 (ours: with the spec's 0 the weights collapsed onto falls on the paper-scale locomotion set)"

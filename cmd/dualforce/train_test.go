@@ -212,11 +212,14 @@ func TestPolicyFlags(t *testing.T) {
 	for _, tc := range []struct {
 		args        []string
 		lr, average float64
+		components  int
 	}{
-		{nil, def.LR, def.Average},
-		{[]string{"--policy-lr", "5e-4"}, 5e-4, def.Average},
-		{[]string{"--policy-average", "0"}, def.LR, 0},
-		{[]string{"--policy-average", "0.9", "--policy-lr", "3e-4"}, 3e-4, 0.9},
+		{nil, def.LR, def.Average, 0},
+		{[]string{"--policy-lr", "5e-4"}, 5e-4, def.Average, 0},
+		{[]string{"--policy-average", "0"}, def.LR, 0, 0},
+		{[]string{"--policy-average", "0.9", "--policy-lr", "3e-4"}, 3e-4, 0.9, 0},
+		{[]string{"--policy-components", "1"}, def.LR, def.Average, 0},
+		{[]string{"--policy-components", "3"}, def.LR, def.Average, 3},
 	} {
 		fs := flag.NewFlagSet("test", flag.ContinueOnError)
 		p := addPolicyFlags(fs, def)
@@ -226,13 +229,13 @@ func TestPolicyFlags(t *testing.T) {
 		if err := p.check(); err != nil {
 			t.Fatal(err)
 		}
-		c := wbc.Config{LR: 1, Average: 0.5}
+		c := wbc.Config{LR: 1, Average: 0.5, Components: 7}
 		p.apply(&c)
-		if c.LR != tc.lr || c.Average != tc.average {
-			t.Errorf("%v: rate %g, average %g; want %g, %g", tc.args, c.LR, c.Average, tc.lr, tc.average)
+		if c.LR != tc.lr || c.Average != tc.average || c.Components != tc.components {
+			t.Errorf("%v: rate %g, average %g, components %d; want %g, %g, %d", tc.args, c.LR, c.Average, c.Components, tc.lr, tc.average, tc.components)
 		}
 	}
-	for _, bad := range [][]string{{"--policy-lr", "-1"}, {"--policy-lr", "0"}, {"--policy-lr", "NaN"}, {"--policy-average", "1"}, {"--policy-average", "-0.5"}, {"--policy-lr", "+Inf"}} {
+	for _, bad := range [][]string{{"--policy-lr", "-1"}, {"--policy-lr", "0"}, {"--policy-lr", "NaN"}, {"--policy-average", "1"}, {"--policy-average", "-0.5"}, {"--policy-lr", "+Inf"}, {"--policy-components", "0"}, {"--policy-components", "17"}} {
 		fs := flag.NewFlagSet("test", flag.ContinueOnError)
 		p := addPolicyFlags(fs, def)
 		if err := fs.Parse(bad); err != nil {

@@ -142,7 +142,7 @@ func Fit(ctx context.Context, d *prep.Data, sel Selection, cfg Config, progress 
 	if err != nil {
 		return nil, Report{}, err
 	}
-	rep.MeanAbsError = meanAbsError(&nn.SquashedGaussian[float32]{Net: net.Net, ActDim: sub.ActDim}, sub)
+	rep.MeanAbsError = meanAbsError(cfg.Policy.Head(net, sub.ActDim), sub)
 	return net, rep, nil
 }
 

@@ -28,8 +28,9 @@ type Latent struct {
 var ErrExport = errors.New("export: not a bank")
 
 // Bank packs the slots' policy networks (nn.Conditioned on observations
-// and a latent, with the squashed-Gaussian head's 2*12 outputs) and the
-// latents into a bank, and checks it as a whole. The bank's latent width
+// and a latent, with a squashed-Gaussian head: a single Gaussian's 2*12
+// outputs or a mixture's, the same for every slot) and the latents into a
+// bank, and checks it as a whole. The bank's latent width
 // is the widest slot's, at least 1; narrower slots get zero columns.
 func Bank(c skills.Contract, producer string, slots []*nn.Conditioned[float32], latents []Latent) (*skills.Bank, error) {
 	width := 1
@@ -37,7 +38,17 @@ func Bank(c skills.Contract, producer string, slots []*nn.Conditioned[float32], 
 		width = max(width, s.Latent)
 	}
 	b := &skills.Bank{Producer: producer, Contract: c, LatentDim: width}
-	for _, s := range slots {
+	for i, s := range slots {
+		k, err := skills.HeadComponents(s.Net.OutDim(), skills.NumJoints)
+		if err != nil {
+			return nil, fmt.Errorf("%w: slot %d: %w", ErrExport, i, err)
+		}
+		if i > 0 && k != max(1, b.Components) {
+			return nil, fmt.Errorf("%w: slot %d's policy head has %d components, slot 0's %d", ErrExport, i, k, max(1, b.Components))
+		}
+		if k > 1 {
+			b.Components = k
+		}
 		net := nn.ToSkills(s.Net)
 		first := &net.Layers[0]
 		first.W, first.B = s.FirstLayer(width)

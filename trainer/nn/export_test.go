@@ -53,7 +53,7 @@ func TestExportedMLPMatchesForward(t *testing.T) {
 func TestExportedPolicyActsLikeMode(t *testing.T) {
 	rng := rand.New(rand.NewPCG(23, 24))
 	const obsDim, actDim, rows = 48, 12, 8
-	p, err := NewSquashedGaussian[float32](rng, obsDim, []int{256, 256}, ReLU, actDim)
+	p, err := NewSquashedGaussian[float32](rng, obsDim, []int{256, 256}, ReLU, actDim, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

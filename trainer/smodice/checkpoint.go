@@ -198,5 +198,5 @@ func (ck *Checkpoint) Policy() (*nn.Conditioned[float32], *nn.SquashedGaussian[f
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	}
-	return net, &nn.SquashedGaussian[float32]{Net: net.Net, ActDim: skills.NumJoints}, nil
+	return net, ck.Config.Policy.Head(net, skills.NumJoints), nil
 }

@@ -1,8 +1,8 @@
 // Package wbc owns weighted behaviour cloning, the policy learner every
 // algorithm of the trainer shares (SMODICE-expert, Dual-Force, DOI, plain
-// BC): a tanh-squashed Gaussian policy pi(a | s[, z]) fitted to the offline
-// actions by maximising sum_i w_i log pi(a_i | s_i, z) for weights w over the
-// whole offline set. Batches are drawn with probability w (importance
+// BC): a tanh-squashed Gaussian policy pi(a | s[, z]), or a mixture of
+// Gaussians (Config.Components), fitted to the offline actions by maximising
+// sum_i w_i log pi(a_i | s_i, z) for weights w over the whole offline set. Batches are drawn with probability w (importance
 // resampling) and every drawn sample counts once. An optional latent z is
 // folded into the first layer's bias (nn.Conditioned), as the bank's
 // skills.Policy does at deployment.
@@ -15,6 +15,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"github.com/dualforce/dualforce/skills"
 	"github.com/dualforce/dualforce/trainer/dataset"
 	"github.com/dualforce/dualforce/trainer/nn"
 )
@@ -37,6 +38,11 @@ type Config struct {
 	// is min(Average, (1+t)/(10+t)) at step t, so that early steps are not
 	// tied to the initial parameters. 0 deploys the last iterate.
 	Average float64 `json:"average,omitempty"`
+	// Components is the number of Gaussians in the policy's mixture head
+	// (nn.SquashedGaussian); 0 and 1 both mean a single Gaussian. A weighted
+	// clone of routes round both sides of an obstacle needs more than one:
+	// a single Gaussian fits the mean of the routes.
+	Components int `json:"components,omitempty"`
 }
 
 // DefaultConfig is 256-256 ReLU, batch 8192 (the training methods set their
@@ -51,6 +57,12 @@ type Config struct {
 // smodice --help).
 func DefaultConfig() Config {
 	return Config{Hidden: []int{256, 256}, Activation: nn.ReLU, LR: 1e-3, Batch: 8192, Average: 0.99}
+}
+
+// Head is the policy head of cfg on net, a policy network of cfg for actDim
+// actions (New's or Rebuild's).
+func (cfg Config) Head(net *nn.Conditioned[float32], actDim int) *nn.SquashedGaussian[float32] {
+	return &nn.SquashedGaussian[float32]{Net: net.Net, ActDim: actDim, Components: cfg.Components}
 }
 
 // ErrConfig reports an unusable configuration.
@@ -87,13 +99,13 @@ type Learner struct {
 // parameters and, later, its batches from rng. A new learner draws
 // uniformly (plain behaviour cloning) until SetWeights.
 func New(data *dataset.Offline, cfg Config, rng *rand.Rand) (*Learner, error) {
-	if cfg.LR <= 0 || cfg.Batch <= 0 || cfg.Latent < 0 || !(cfg.Average >= 0 && cfg.Average < 1) {
+	if cfg.LR <= 0 || cfg.Batch <= 0 || cfg.Latent < 0 || !(cfg.Average >= 0 && cfg.Average < 1) || cfg.Components < 0 || cfg.Components > skills.MaxComponents {
 		return nil, fmt.Errorf("%w: %+v", ErrConfig, cfg)
 	}
 	if err := data.Validate(); err != nil {
 		return nil, err
 	}
-	sizes := append(append([]int{data.ObsDim}, cfg.Hidden...), 2*data.ActDim)
+	sizes := append(append([]int{data.ObsDim}, cfg.Hidden...), skills.HeadOutputs(data.ActDim, cfg.Components))
 	net, err := nn.NewConditioned[float32](rng, sizes, cfg.Latent, cfg.Activation, nn.Identity)
 	if err != nil {
 		return nil, fmt.Errorf("wbc: policy network: %w", err)
@@ -101,11 +113,12 @@ func New(data *dataset.Offline, cfg Config, rng *rand.Rand) (*Learner, error) {
 	n, b := data.Len(), cfg.Batch
 	l := &Learner{
 		cfg: cfg, data: data, rng: rng,
-		Net: net, Pi: &nn.SquashedGaussian[float32]{Net: net.Net, ActDim: data.ActDim}, opt: net.NewOptimiser(cfg.LR),
+		Net: net, Pi: cfg.Head(net, data.ActDim), opt: net.NewOptimiser(cfg.LR),
 		u: make([]float32, len(data.Act)), logJac: make([]float32, n), cdf: make([]float64, n),
 		obs: make([]float32, b*data.ObsDim), act: make([]float32, b*data.ActDim),
 		jac: make([]float32, b), unitW: make([]float32, b),
 	}
+	l.Pi.SpreadMeans(rng)
 	if cfg.Average > 0 {
 		l.avg = net.Params()
 	}
@@ -301,7 +314,7 @@ var ErrParams = errors.New("wbc: parameters do not fit the policy")
 // len(params) before anything is allocated, so damaged parameters cannot
 // ask for a huge network.
 func Rebuild(obsDim, actDim int, cfg Config, params []float32) (*nn.Conditioned[float32], error) {
-	sizes := append(append([]int{obsDim}, cfg.Hidden...), 2*actDim)
+	sizes := append(append([]int{obsDim}, cfg.Hidden...), skills.HeadOutputs(actDim, cfg.Components))
 	if cfg.Latent < 0 || cfg.Latent > len(params) || len(sizes) < 2 || sizes[1] <= 0 || sizes[1] > len(params) {
 		return nil, fmt.Errorf("%w: a %v policy with a %d-value latent does not have %d parameters", ErrParams, sizes, cfg.Latent, len(params))
 	}

@@ -371,3 +371,49 @@ func TestAverageFollowsTheIterates(t *testing.T) {
 		t.Fatalf("Deployed without averaging is not the learner's network: %v", err)
 	}
 }
+
+// TestMixtureKeepsTwoRoutesApart: where the weighted actions go round an
+// obstacle on both sides (a = +0.8 or -0.8 at every state, half each), a
+// single Gaussian deploys their mean, straight into it (a near 0); a mixture
+// of two or three deploys one of the routes. (Without nn's SpreadMeans the
+// two components of K = 2 stayed together, at the mean, for 2,000 steps.)
+func TestMixtureKeepsTwoRoutesApart(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const n = 4000
+	o := &dataset.Offline{ObsDim: 2, ActDim: 1}
+	for i := range n {
+		x := float32(2*rng.Float64() - 1)
+		a := float32(0.8)
+		if i%2 == 1 {
+			a = -0.8
+		}
+		o.Obs = append(o.Obs, x, 0)
+		o.NextObs = append(o.NextObs, x, 0)
+		o.Act = append(o.Act, a)
+		o.Terminal = append(o.Terminal, false)
+		o.Timeout = append(o.Timeout, i%50 == 49)
+		o.EpisodeStart = append(o.EpisodeStart, i%50 == 0)
+	}
+	obs := []float32{-0.9, 0, -0.3, 0, 0.2, 0, 0.8, 0}
+	for _, tc := range []struct {
+		components int
+		// deployed is whether the deployed action must be a route (|a| near
+		// 0.8) or their mean (|a| near 0).
+		route bool
+	}{{1, false}, {2, true}, {3, true}} {
+		cfg := smallConfig()
+		cfg.Components = tc.components
+		l, _ := newLearner(t, o, cfg, 1)
+		for range 1500 {
+			l.Step()
+		}
+		act := make([]float32, len(obs)/2)
+		l.Pi.Mode(&nn.Tape[float32]{}, obs, len(act), act)
+		t.Logf("%d components: deployed actions %v", tc.components, act)
+		for _, a := range act {
+			if onRoute := math.Abs(math.Abs(float64(a))-0.8) < 0.1; onRoute != tc.route || (!tc.route && math.Abs(float64(a)) > 0.2) {
+				t.Errorf("%d components: deployed action %v; want a route (|a| = 0.8): %v", tc.components, a, tc.route)
+			}
+		}
+	}
+}
