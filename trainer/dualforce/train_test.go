@@ -110,11 +110,12 @@ func bankBytes(t *testing.T, b *skills.Bank) []byte {
 // of three blocks per iteration (the paper-scale default's mechanism), so
 // the checkpoint must carry their kept values, stopped mid-rotation; the
 // policies are averaged (the bank deploys the averages), so it must carry
-// those too.
+// those too. The policies are mixtures of three Gaussians, which the bank
+// stores as such.
 func TestTrainStoresEveryLatentAndResumesBitIdentically(t *testing.T) {
 	d, ck := trainTestData(t)
 	cfg := testTrainConfig(t)
-	cfg.Policy.Average = 0.9
+	cfg.Policy.Average, cfg.Policy.Components = 0.9, 3
 	cfg.Value.RefreshRows, cfg.Loop.StaleCheckEvery = d.Offline.Len()/3+1, 5
 	// Rehearsal on, keeping 3 snapshots: the checkpoint must carry them, with their stride grown.
 	cfg.Loop.RehearsalSteps, cfg.Loop.RehearsalRows, cfg.Loop.RehearsalKeep = 1, 64, 3
@@ -126,14 +127,14 @@ func TestTrainStoresEveryLatentAndResumesBitIdentically(t *testing.T) {
 	if len(straight.Slots) != 3 || len(straight.Latents) != 3*cfg.Run.Iterations {
 		t.Fatalf("bank of %d slots and %d latents, want 3 and %d", len(straight.Slots), len(straight.Latents), 3*cfg.Run.Iterations)
 	}
-	if straight.FRE == nil || straight.LatentDim != 8 {
-		t.Errorf("bank without its FRE encoder, or latents of %d values (want 8)", straight.LatentDim)
+	if straight.FRE == nil || straight.LatentDim != 8 || straight.Components != 3 {
+		t.Errorf("bank without its FRE encoder, or latents of %d values (want 8), or %d components (want 3)", straight.LatentDim, straight.Components)
 	}
 	bankPath := filepath.Join(dir, "bank.npz")
 	if err := skills.WriteBank(bankPath, straight); err != nil {
 		t.Fatal(err)
 	}
-	if back, err := skills.ReadBank(bankPath); err != nil || len(back.Latents) != len(straight.Latents) {
+	if back, err := skills.ReadBank(bankPath); err != nil || len(back.Latents) != len(straight.Latents) || back.Components != 3 {
 		t.Fatalf("bank read back: %v", err)
 	}
 	last := straight.Latents[len(straight.Latents)-1].Info
