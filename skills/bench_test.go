@@ -63,25 +63,30 @@ func BenchmarkMLP299x256x256x12(b *testing.B) {
 }
 
 // BenchmarkPolicyAct is what the runtime pays per policy step: the latent is
-// folded into the first layer, and only the 12 mean rows of the 24-row head
-// are evaluated.
+// folded into the first layer, and only the head rows deployment reads are
+// evaluated (a single Gaussian's 12 means of 24 rows; a 3-component mixture's
+// 36 means and 3 logits of 75).
 func BenchmarkPolicyAct(b *testing.B) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	m := randomMLP(rng, ActReLU, 171+128, 256, 256, 24)
-	p, err := NewPolicy(m, 171, 128, 12, 1)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := p.SetLatent(randomVec(rng, 128)); err != nil {
-		b.Fatal(err)
-	}
-	obs := randomVec(rng, 171)
-	act := make([]float32, 12)
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := p.Act(obs, act); err != nil {
-			b.Fatal(err)
-		}
+	for _, k := range []int{1, 3} {
+		b.Run(fmt.Sprintf("components=%d", k), func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(1, 2))
+			m := randomMLP(rng, ActReLU, 171+128, 256, 256, HeadOutputs(12, k))
+			p, err := NewPolicy(m, 171, 128, 12, k)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := p.SetLatent(randomVec(rng, 128)); err != nil {
+				b.Fatal(err)
+			}
+			obs := randomVec(rng, 171)
+			act := make([]float32, 12)
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := p.Act(obs, act); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

@@ -75,7 +75,7 @@ locomotion set (seed 1, 1,000 iterations) 18 of 30 evaluated latents passed the 
 the default 3 steps, 4 of 30 with --rehearsal-steps 0 (the paper's policy update).
 
 --l0 and --eps default to the task's values (` + taskDefaults() + `);
---policy-lr and --policy-average are train smodice's (its --help says why).
+--policy-lr, --policy-average and --policy-components are train smodice's (its --help says why).
 --mu-kp adds a proportional term to the multipliers (ours, off by default): the imitation
 share becomes sigmoid(mu_i + kp (phi_i - eps)), so a violated constraint raises it at once.
 

@@ -30,6 +30,7 @@ cloning baseline to evaluate the trained banks against, not a trained skill. The
 statistics are fitted on the whole offline set, as for training. The policy learns at Adam 3e-4
 and the bank gets its last iterate (--policy-lr, --policy-average): the default 20,000 steps
 are enough at that rate; fewer steps need the training methods' 1e-3 and averaging 0.99.
+--policy-components K clones into a mixture of K Gaussians (train smodice --help says why).
 `
 
 func runFitBC(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -89,6 +89,15 @@ checks' goal rates were higher on average (74% against 58% over iterations 300-1
 over iteration 1000 at 70% (the 3e-4 run's choice: 82%). A run started before these defaults
 resumes with --policy-lr 3e-4 --policy-average 0.
 
+--policy-components K (default 1) makes the policy a mixture of K Gaussians (every method; the
+bank records the head and the robot deploys the mean of the most probable component). A single
+Gaussian fitted to weights on routes round both sides of an obstacle fits their mean, straight
+into it; a mixture can keep them apart. Measured on navigation with the box at 0.10 m (seed 1,
+1000 iterations, train dualforce with 3 components and these defaults): its latents reached the
+goal in up to 97% of 30 rollouts with no falls, where single Gaussians' best was 40%; but every
+skill went round the right of the box, so none got past a fence on the right (the README has
+the numbers). The default stays 1 until a mixture also keeps the skills' routes apart.
+
 Every input is checked before training starts (NaN or Inf, shapes, an empty expert set, a
 dataset whose layout is not the task's). --resume continues a run from DIR's checkpoint and
 ends with the same weights, bit for bit, as an uninterrupted run; only --iters,

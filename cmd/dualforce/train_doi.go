@@ -35,8 +35,8 @@ classifier's loss and mean entropy H(q), which nears log n when q collapses to u
 DISDAIN bonus; the mean minimum distance of the skills' offline SFs), checkpoint.npz (the
 whole state, written atomically every --checkpoint-every iterations and on Ctrl-C) and
 bank.npz (n slots, one latent per skill, doi-skill<z>), unless --bank says where.
-'dualforce report DIR' plots the metrics. --policy-lr and --policy-average are train
-smodice's (its --help says why).
+'dualforce report DIR' plots the metrics. --policy-lr, --policy-average and
+--policy-components are train smodice's (its --help says why).
 
 --resume continues a run from DIR's checkpoint and ends with the same bank, bit for bit, as an
 uninterrupted run; only --iters and --checkpoint-every may change between the two, and a
