@@ -24,30 +24,49 @@ func TestUnsquashClampsAndAddsJacobian(t *testing.T) {
 	}
 }
 
-// The density of a = tanh(u) must integrate to one over (-1, 1): this checks
-// the tanh correction and the Gaussian normaliser together.
-func TestLogProbIsANormalisedDensity(t *testing.T) {
-	p, err := NewSquashedGaussian[float64](rand.New(rand.NewPCG(1, 2)), 3, []int{8}, Tanh, 1, 1)
+// grid is a head's log-density on the midpoints of n equal cells of (-1, 1).
+type grid struct {
+	acts, u, logJac, lp []float64
+	da                  float64 // the cells' width
+}
+
+// constantHead is a head of one action on 3 observations with the given
+// components whose output is its last bias, which it returns to be set.
+func constantHead(t *testing.T, components int) (*SquashedGaussian[float64], []float64) {
+	t.Helper()
+	p, err := NewSquashedGaussian[float64](rand.New(rand.NewPCG(1, 2)), 3, []int{8}, Tanh, 1, components)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := p.Net.Layers[len(p.Net.Layers)-1]
 	clear(out.W)
+	return p, out.B
+}
+
+// onGrid evaluates the log-density of p, a head of one action on 3
+// observations, at the grid's actions (the observations are zero).
+func onGrid(p *SquashedGaussian[float64]) grid {
+	const n = 200000
+	g := grid{acts: make([]float64, n), u: make([]float64, n), logJac: make([]float64, n), lp: make([]float64, n), da: 2.0 / n}
+	for i := range g.acts {
+		g.acts[i] = -1 + (float64(i)+0.5)*g.da
+	}
+	Unsquash(g.acts, 1, g.u, g.logJac)
+	p.LogProb(&Tape[float64]{}, make([]float64, n*3), g.u, g.logJac, n, g.lp)
+	return g
+}
+
+// The density of a = tanh(u) must integrate to one over (-1, 1): this checks
+// the tanh correction and the Gaussian normaliser together.
+func TestLogProbIsANormalisedDensity(t *testing.T) {
+	p, bias := constantHead(t, 1)
 	tests := []struct{ mean, logStd float64 }{{0, 0}, {0.8, -1}, {-1.5, 0.3}, {3, -2}}
 	for _, tc := range tests {
-		out.B[0], out.B[1] = tc.mean, tc.logStd
-		const n = 200000
-		obs := make([]float64, n*3)
-		acts, u, logJac, lp := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
-		da := 2.0 / n
-		for i := range acts {
-			acts[i] = -1 + (float64(i)+0.5)*da
-		}
-		Unsquash(acts, 1, u, logJac)
-		p.LogProb(&Tape[float64]{}, obs, u, logJac, n, lp)
+		bias[0], bias[1] = tc.mean, tc.logStd
+		g := onGrid(p)
 		mass := 0.0
-		for _, l := range lp {
-			mass += math.Exp(l) * da
+		for _, l := range g.lp {
+			mass += math.Exp(l) * g.da
 		}
 		if math.Abs(mass-1) > 2e-3 {
 			t.Errorf("mean %v logStd %v: density integrates to %v", tc.mean, tc.logStd, mass)
@@ -153,36 +172,23 @@ func TestNewSquashedGaussianRejectsBadShape(t *testing.T) {
 // A mixture's density of a = tanh(u) must integrate to one too, and equal the
 // weighted sum of its components' densities.
 func TestMixtureLogProbIsTheWeightedSum(t *testing.T) {
-	p, err := NewSquashedGaussian[float64](rand.New(rand.NewPCG(1, 2)), 3, []int{8}, Tanh, 1, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := p.Net.Layers[len(p.Net.Layers)-1]
-	clear(out.W)
+	p, bias := constantHead(t, 2)
 	// means, log-stds, logits
-	copy(out.B, []float64{-1.2, 0.9, -0.5, -1, 0.3, -0.4})
+	copy(bias, []float64{-1.2, 0.9, -0.5, -1, 0.3, -0.4})
 	wts := []float64{math.Exp(0.3), math.Exp(-0.4)}
 	wts[0], wts[1] = wts[0]/(wts[0]+wts[1]), wts[1]/(wts[0]+wts[1])
-	const n = 200000
-	obs := make([]float64, n*3)
-	acts, u, logJac, lp := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
-	da := 2.0 / n
-	for i := range acts {
-		acts[i] = -1 + (float64(i)+0.5)*da
-	}
-	Unsquash(acts, 1, u, logJac)
-	p.LogProb(&Tape[float64]{}, obs, u, logJac, n, lp)
+	g := onGrid(p)
 	mass := 0.0
-	for i, l := range lp {
-		mass += math.Exp(l) * da
+	for i, l := range g.lp {
+		mass += math.Exp(l) * g.da
 		want := 0.0
 		for k, m := range []float64{-1.2, 0.9} {
 			sd := math.Exp([]float64{-0.5, -1}[k])
-			z := (u[i] - m) / sd
+			z := (g.u[i] - m) / sd
 			want += wts[k] * math.Exp(-0.5*z*z) / (sd * math.Sqrt(2*math.Pi))
 		}
-		if want = math.Log(want) - logJac[i]; math.Abs(l-want) > 1e-9*max(1, math.Abs(want)) {
-			t.Fatalf("a = %v: log pi = %v, want %v", acts[i], l, want)
+		if want = math.Log(want) - g.logJac[i]; math.Abs(l-want) > 1e-9*max(1, math.Abs(want)) {
+			t.Fatalf("a = %v: log pi = %v, want %v", g.acts[i], l, want)
 		}
 	}
 	if math.Abs(mass-1) > 2e-3 {
