@@ -64,6 +64,23 @@ func HeadComponents(outputs, actDim int) (int, error) {
 	return 0, fmt.Errorf("no policy head for %d actions has %d outputs", actDim, outputs)
 }
 
+// MostProbable is the component a mixture head deploys: the index of the
+// largest of its logits, the lowest among equals, or -1 when a logit is NaN
+// (the choice is then undefined). The trainer's nn.SquashedGaussian.Mode
+// chooses through it too, so the trainer judges the action the robot runs.
+func MostProbable[T ~float32 | ~float64](logits []T) int {
+	best := 0
+	for c, l := range logits {
+		if l != l {
+			return -1
+		}
+		if l > logits[best] {
+			best = c
+		}
+	}
+	return best
+}
+
 // ErrNonFiniteLatent reports a NaN or Inf in a latent given to SetLatent.
 var ErrNonFiniteLatent = errors.New("skills: non-finite latent")
 
@@ -192,18 +209,12 @@ func (p *Policy) Act(obs, dst []float32) error {
 	}
 	mean := out
 	if k := p.components; k > 1 {
-		logits := out[k*p.actDim:]
-		best := 0
-		for c, l := range logits {
-			if isNaN32(l) {
-				for i := range dst {
-					dst[i] = l
-				}
-				return nil
+		best := MostProbable(out[k*p.actDim:])
+		if best < 0 {
+			for i := range dst {
+				dst[i] = float32(math.NaN())
 			}
-			if l > logits[best] {
-				best = c
-			}
+			return nil
 		}
 		mean = out[best*p.actDim : (best+1)*p.actDim]
 	}

@@ -53,7 +53,7 @@ func NewSquashedGaussian[T Float](rng *rand.Rand, obsDim int, hidden []int, act 
 		return nil, fmt.Errorf("%w: action dimension %d", ErrShape, actDim)
 	}
 	if components < 0 || components > skills.MaxComponents {
-		return nil, fmt.Errorf("%w: %d mixture components, want 1..%d", ErrShape, components, skills.MaxComponents)
+		return nil, fmt.Errorf("%w: %d mixture components, want 0..%d (0 and 1: a single Gaussian)", ErrShape, components, skills.MaxComponents)
 	}
 	sizes := append(append([]int{obsDim}, hidden...), skills.HeadOutputs(actDim, components))
 	net, err := NewMLP[T](rng, sizes, act, Identity)
@@ -199,20 +199,19 @@ func (p *SquashedGaussian[T]) WeightedNLL(tp *Tape[T], obs, u, logJac, weights [
 }
 
 // Mode writes the deterministic action for rows states to out (rows x
-// ActDim): tanh of the clipped mean of the component with the largest logit
-// (the lowest index among equals), as skills.Policy deploys it.
+// ActDim): tanh of the clipped mean of the component skills.MostProbable
+// picks, as skills.Policy deploys it (NaN when a logit is NaN).
 func (p *SquashedGaussian[T]) Mode(tp *Tape[T], obs []T, rows int, out []T) {
 	o := p.Net.Forward(tp, obs, rows)
 	w := skills.HeadOutputs(p.ActDim, p.Components)
 	for r := range rows {
-		row, best := o[r*w:(r+1)*w], 0
-		logits := p.logits(row)
-		for k, l := range logits {
-			if l > logits[best] {
-				best = k
-			}
-		}
+		row := o[r*w : (r+1)*w]
+		best := skills.MostProbable(p.logits(row))
 		for j := range p.ActDim {
+			if best < 0 {
+				out[r*p.ActDim+j] = T(math.NaN())
+				continue
+			}
 			mu, _, _, _ := p.gaussianTerms(row, best, j)
 			out[r*p.ActDim+j] = T(math.Tanh(mu))
 		}
