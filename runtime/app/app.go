@@ -289,6 +289,7 @@ func NewCore(cfg config.Config, opts Options, requestBank func(corebus.Command) 
 	}
 	l.MaxJointVelocity, l.MaxAttitude = cfg.Limits.MaxJointVelocity, cfg.Limits.MaxAttitude
 	l.MaxTargetRate, l.OverrunBudget = cfg.Limits.MaxTargetRate, cfg.Limits.LoopOverrunBudget
+	l.LinkTimeout = cfg.Limits.LinkTimeout
 	if cfg.Gains.Kp != nil {
 		cc.Kp = *cfg.Gains.Kp
 	}

@@ -29,9 +29,6 @@ func TestRuntimeEndToEnd(t *testing.T) {
 	}
 	cfg := testConfig(t)
 	cfg.Metrics.Listen = freeAddr(t, "tcp")
-	// This test shares two cores with the rest of the suite: give the loop slack instead of
-	// asserting real-time behaviour here (the HIL tests measure that).
-	cfg.Limits.LoopOverrunBudget = 19
 	h := startHarness(t, cfg, Options{})
 	c := h.rt.Core()
 	waitFor(t, 10*time.Second, "standing", func() bool {

@@ -62,3 +62,50 @@ func TestNewCoreStartsWithTheConfiguredGoal(t *testing.T) {
 	}
 	t.Fatalf("no policy tick in 10 s: phase %v", c.Phase())
 }
+
+// limits.link_timeout reaches the core's supervisor: a 30 ms gap in the sensor packets (the
+// board's commands still arriving, so the board itself stays in control) latches link_timeout
+// under the default 20 ms and not under 50 ms.
+func TestConfiguredLinkTimeoutReachesTheCore(t *testing.T) {
+	bank := skillstest.Constant(t, skillstest.Locomotion(t), [skills.NumJoints]float32{})
+	path := filepath.Join(t.TempDir(), "bank.npz")
+	if err := skills.WriteBank(path, bank); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		timeout time.Duration
+		fault   string
+	}{{core.DefaultLinkTimeout, "link_timeout"}, {50 * time.Millisecond, ""}} {
+		cfg := config.Default()
+		cfg.Bank, cfg.Calibration.Mode, cfg.Slider.Enabled = path, config.CalibrationOffsets, false
+		cfg.Limits.LinkTimeout = tc.timeout
+		c, err := NewCore(cfg, Options{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var gapFrom uint64
+		d := &driver.Lockstep{Core: c, Board: boardtest.FirstOrder(t, board.Config{}), SessionID: 0x602,
+			DropSensor: func(tick uint64) bool { return gapFrom != 0 && tick >= gapFrom && tick < gapFrom+30 }}
+		if err := d.Connect(); err != nil {
+			t.Fatal(err)
+		}
+		for range 20000 {
+			if err := d.Step(); err != nil {
+				t.Fatal(err)
+			}
+			tick := uint64(d.Now() / time.Millisecond)
+			if gapFrom == 0 && c.Phase() == core.PhaseHold {
+				gapFrom = tick + 1
+			}
+			if gapFrom != 0 && tick > gapFrom+100 {
+				break
+			}
+		}
+		if gapFrom == 0 {
+			t.Fatalf("link timeout %v: never stood (phase %v, fault %q)", tc.timeout, c.Phase(), c.Fault())
+		}
+		if got := c.Fault(); got != tc.fault {
+			t.Errorf("link timeout %v, 30 ms without sensor packets: fault %q, want %q", tc.timeout, got, tc.fault)
+		}
+	}
+}

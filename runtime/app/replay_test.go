@@ -22,7 +22,6 @@ import (
 // field where behaviour departs.
 func TestReplayReproducesTheRun(t *testing.T) {
 	cfg := app.TestConfig(t)
-	cfg.Limits.LoopOverrunBudget = 19 // a shared machine; timing is not what this test is about
 	h := app.StartHarness(t, cfg, app.Options{AutoRun: true})
 	c := h.Runtime().Core()
 	var snap corebus.Snapshot

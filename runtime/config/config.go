@@ -87,6 +87,10 @@ type Limits struct {
 	// LoopOverrunBudget is how many consecutive late control periods are tolerated before the
 	// supervisor trips; the board itself gives up after 20 ms without a command.
 	LoopOverrunBudget int `yaml:"loop_overrun_budget"`
+	// LinkTimeout is how long the runtime waits for a fresh sensor packet before it latches a
+	// fault. The default matches the board's own 20 ms command timeout; the ODRI SDK's host side
+	// waits 50 ms, the most this accepts.
+	LinkTimeout time.Duration `yaml:"link_timeout"`
 }
 
 // Gains override the bank's joint PD gains; nil keeps the bank's.
@@ -218,6 +222,7 @@ func Default() Config {
 			MaxAttitude:       DefaultMaxAttitude,
 			LoopOverrunBudget: DefaultLoopOverrunBudget,
 			MaxTargetRate:     core.DefaultMaxTargetRate,
+			LinkTimeout:       core.DefaultLinkTimeout,
 		},
 		Rates:    Rates{LinkHz: DefaultLinkHz},
 		Slider:   Slider{Enabled: true, StaleMs: int(slider.DefaultStaleAfter / time.Millisecond)},

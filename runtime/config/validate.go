@@ -19,8 +19,10 @@ const (
 	maxRobotIDLen       = 64
 	maxIfaceLen         = 15 // IFNAMSIZ - 1
 	maxPositionMargin   = 0.3
-	maxAttitude         = 1.5 // rad, short of pi/2
-	maxOverrunBudget    = 19  // the board gives up after 20 ms without a command
+	maxAttitude         = 1.5                   // rad, short of pi/2
+	maxOverrunBudget    = 19                    // the board gives up after 20 ms without a command
+	minLinkTimeout      = 2 * time.Millisecond  // two board periods: one late packet is not a lost link
+	maxLinkTimeout      = 50 * time.Millisecond // the ODRI SDK's host-side sensor timeout
 	maxOffset           = math.Pi
 	minStaleMs          = 1
 	maxStaleMs          = 1000
@@ -204,6 +206,9 @@ func (l *Limits) check(k *checker) {
 	k.number("limits.max_attitude", l.MaxAttitude, 0, maxAttitude, true, "rad")
 	k.number("limits.max_target_rate", l.MaxTargetRate, 0, maxTargetRate, false, "rad/s", "0 = off")
 	k.integer("limits.loop_overrun_budget", l.LoopOverrunBudget, 0, maxOverrunBudget)
+	if l.LinkTimeout < minLinkTimeout || l.LinkTimeout > maxLinkTimeout {
+		k.add("limits.link_timeout", "%v is outside [%v, %v]", l.LinkTimeout, minLinkTimeout, maxLinkTimeout)
+	}
 }
 
 func (o *Obstacle) check(k *checker) {

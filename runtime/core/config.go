@@ -29,6 +29,10 @@ type Limits struct {
 // trained on the motion the robot will make.
 const DefaultMaxTargetRate = 30
 
+// DefaultLinkTimeout is how long without a fresh sensor packet latches a fault: the board's own
+// timeout for commands, so that both ends give up together.
+const DefaultLinkTimeout = 20 * time.Millisecond
+
 // DefaultLimits are odri_control_interface's Solo12 defaults, plus ours for attitude, target rate,
 // overruns and the link (which matches the board's own 20 ms command timeout).
 func DefaultLimits() Limits {
@@ -38,7 +42,7 @@ func DefaultLimits() Limits {
 		MaxAttitude:      0.8,
 		MaxTargetRate:    DefaultMaxTargetRate,
 		OverrunBudget:    5,
-		LinkTimeout:      20 * time.Millisecond,
+		LinkTimeout:      DefaultLinkTimeout,
 		SafetyDamping:    0.2,
 	}
 	lim := solo12.PositionLimits()
