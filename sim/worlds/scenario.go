@@ -81,12 +81,18 @@ type Fences struct {
 	Thickness float64 `yaml:"thickness"`
 }
 
-// Jitter is seeded randomisation: each coordinate moves uniformly within +-value.
+// Jitter is seeded randomisation: each coordinate moves uniformly within +-value. The start's
+// is for data collection: episodes that begin anywhere in a region before the box show the
+// routes from states a run reaches only after it went elsewhere first (beside a fence, when the
+// runtime switches skills); evaluation's worlds start where the robot does.
 type Jitter struct {
-	BoxX  float64 `yaml:"box_x"`
-	BoxY  float64 `yaml:"box_y"`
-	GoalX float64 `yaml:"goal_x"`
-	GoalY float64 `yaml:"goal_y"`
+	BoxX     float64 `yaml:"box_x"`
+	BoxY     float64 `yaml:"box_y"`
+	GoalX    float64 `yaml:"goal_x"`
+	GoalY    float64 `yaml:"goal_y"`
+	StartX   float64 `yaml:"start_x"`
+	StartY   float64 `yaml:"start_y"`
+	StartYaw float64 `yaml:"start_yaw"` // rad
 }
 
 // Parse decodes one YAML scenario strictly (unknown fields are errors), applies defaults and
@@ -201,6 +207,9 @@ func (s *Scenario) Validate() error {
 		c.nonNegative("jitter.box_y", j.BoxY, maxSize)
 		c.nonNegative("jitter.goal_x", j.GoalX, maxSize)
 		c.nonNegative("jitter.goal_y", j.GoalY, maxSize)
+		c.nonNegative("jitter.start_x", j.StartX, maxSize)
+		c.nonNegative("jitter.start_y", j.StartY, maxSize)
+		c.nonNegative("jitter.start_yaw", j.StartYaw, math.Pi)
 		if s.Box == nil && (j.BoxX != 0 || j.BoxY != 0) {
 			c.fail("jitter.box_x/box_y: there is no box")
 		}
@@ -223,7 +232,7 @@ func (s *Scenario) checkClearOfBox(c *checker) {
 	clear := func(x, y, jx, jy, margin float64) bool {
 		return math.Abs(x-b.X) > b.Length/2+j.BoxX+jx+margin || math.Abs(y-b.Y) > b.Width/2+j.BoxY+jy+margin
 	}
-	if !clear(s.Start.X, s.Start.Y, 0, 0, startClear) {
+	if !clear(s.Start.X, s.Start.Y, j.StartX, j.StartY, startClear) {
 		c.fail("start (%g, %g) is within %g m of the box at some jitter", s.Start.X, s.Start.Y, startClear)
 	}
 	if g := s.Goal; g != nil && !clear(g.X, g.Y, j.GoalX, j.GoalY, g.Radius) {
@@ -309,5 +318,9 @@ func (s *Scenario) Layout(seed uint64) *Layout {
 	if g := s.Goal; g != nil {
 		l.Goal = &Goal{X: g.X + uniform(j.GoalX), Y: g.Y + uniform(j.GoalY), Radius: g.Radius}
 	}
+	// Drawn last, so that a world without start jitter lays out as it did before it existed.
+	l.Start.X += uniform(j.StartX)
+	l.Start.Y += uniform(j.StartY)
+	l.Start.Yaw += uniform(j.StartYaw)
 	return l
 }

@@ -81,6 +81,40 @@ func TestLayoutSeeding(t *testing.T) {
 	}
 }
 
+// A start region: every layout's start lies within the jitter and they differ; the start's
+// draws come last, so the box and the goal are where the world without them puts them.
+func TestStartJitter(t *testing.T) {
+	fixed, err := Builtin("obstacle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wide := *fixed
+	j := *fixed.Jitter
+	j.StartX, j.StartY, j.StartYaw = 0.05, 0.3, 0.5
+	wide.Jitter = &j
+	if err := wide.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	starts := map[Pose2D]bool{}
+	for seed := range uint64(100) {
+		l, f := wide.Layout(seed), fixed.Layout(seed)
+		if l.Boxes[0] != f.Boxes[0] || *l.Goal != *f.Goal {
+			t.Fatalf("seed %d: start jitter moved the box or the goal", seed)
+		}
+		if f.Start != fixed.Start {
+			t.Fatalf("seed %d: a world without start jitter starts at %+v", seed, f.Start)
+		}
+		s := l.Start
+		if math.Abs(s.X-fixed.Start.X) > j.StartX || math.Abs(s.Y-fixed.Start.Y) > j.StartY || math.Abs(s.Yaw-fixed.Start.Yaw) > j.StartYaw {
+			t.Fatalf("seed %d: start %+v outside the jitter %+v", seed, s, j)
+		}
+		starts[s] = true
+	}
+	if len(starts) < 100 {
+		t.Fatalf("100 seeds gave %d starts", len(starts))
+	}
+}
+
 func TestParseMalformed(t *testing.T) {
 	tests := []struct {
 		name, yaml, wantSub string
@@ -108,6 +142,9 @@ func TestParseMalformed(t *testing.T) {
 		{"jitter without goal", "jitter: {goal_y: 0.1}\n", "there is no goal"},
 		{"start on the box", "box: {x: 0.2}\n", "start"},
 		{"jitter can reach start", "box: {x: 0.8}\njitter: {box_x: 0.4}\n", "start"},
+		{"start jitter can reach the box", "box: {x: 1}\njitter: {start_x: 0.6}\n", "start"},
+		{"negative start jitter", "jitter: {start_y: -0.1}\n", "jitter.start_y"},
+		{"start heading jitter past a half turn", "jitter: {start_yaw: 4}\n", "jitter.start_yaw"},
 		{"goal on the box", "box: {x: 1}\ngoal: {x: 1.1}\n", "goal"},
 		{"oversized", "name: " + strings.Repeat("x", maxScenarioB) + "\n", "larger than"},
 		{"alias bomb", "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: [*c, *c, *c, *c, *c, *c, *c, *c, *c]\n", "not found"},
