@@ -61,7 +61,8 @@ goal took past the box, and gets no route tag when none reached it or no route h
 majority (a 2-2 or 2-1-1 split) (measured_tags).
 
 Writes <out>/eval.json (every rollout and summary, the base paths of the first --paths rollouts
-of each latent: the input of dualforce report) and <out>/eval.png (returns per latent and the
+of each latent: the input of dualforce report; with --fences also every fenced world's
+rollouts, with their switches, under world_rollouts) and <out>/eval.png (returns per latent and the
 heat map of pairwise SF distances). --write-bank writes a copy of the bank with online_return,
 online_psi, the measured tags (replacing those of an earlier evaluation), with --expert
 passed_filter, and for navigation each latent's goal rate in the world it ran in and, with

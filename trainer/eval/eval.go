@@ -192,8 +192,11 @@ type Summary struct {
 	TimeToGoal  *float64    `json:"time_to_goal,omitempty"`
 	// Measured are the tags of what the latent was measured to do (MeasuredTags).
 	Measured []string `json:"measured_tags,omitempty"`
-	// WorldGoalRate is the goal rate in other worlds (the robustness experiment), by world.
-	WorldGoalRate map[string]float64 `json:"world_goal_rate,omitempty"`
+	// WorldGoalRate is the goal rate in other worlds (the robustness experiment), by world;
+	// WorldRollouts are those worlds' rollouts, with every switch the core made in them
+	// (without base paths: Config.Paths applies to the world evaluated in).
+	WorldGoalRate map[string]float64   `json:"world_goal_rate,omitempty"`
+	WorldRollouts map[string][]Rollout `json:"world_rollouts,omitempty"`
 	// Passed is the >= fraction-of-the-expert filter, set by Result.Filter.
 	Passed   *bool     `json:"passed_filter,omitempty"`
 	Rollouts []Rollout `json:"rollouts"`

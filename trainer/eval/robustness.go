@@ -41,8 +41,8 @@ func FencedVariant(world *worlds.Scenario, name string) (*worlds.Scenario, error
 
 // Robustness evaluates the subjects of res (the same subjects, in the same order) in the
 // fenced variants (FencedVariant) of cfg's world named worldNames with cfg's settings, and
-// records every subject's goal rate there in res.Subjects[i].WorldGoalRate. Rollout k draws
-// the same seed in every world as in res.
+// records every subject's goal rate and rollouts there in res.Subjects[i].WorldGoalRate and
+// WorldRollouts. Rollout k draws the same seed in every world as in res.
 func Robustness(ctx context.Context, cfg Config, subjects []Subject, res *Result, worldNames []string) ([]WorldRun, error) {
 	if len(subjects) != len(res.Subjects) {
 		return nil, fmt.Errorf("%w: %d subjects for %d results", ErrConfig, len(subjects), len(res.Subjects))
@@ -64,10 +64,11 @@ func Robustness(ctx context.Context, cfg Config, subjects []Subject, res *Result
 			return runs, fmt.Errorf("eval: world %s: %w", name, err)
 		}
 		for i := range res.Subjects {
-			if res.Subjects[i].WorldGoalRate == nil {
-				res.Subjects[i].WorldGoalRate = map[string]float64{}
+			s := &res.Subjects[i]
+			if s.WorldGoalRate == nil {
+				s.WorldGoalRate, s.WorldRollouts = map[string]float64{}, map[string][]Rollout{}
 			}
-			res.Subjects[i].WorldGoalRate[name] = r.Subjects[i].GoalRate
+			s.WorldGoalRate[name], s.WorldRollouts[name] = r.Subjects[i].GoalRate, r.Subjects[i].Rollouts
 		}
 		run := WorldRun{World: name, PolicySteps: r.PolicySteps, Ticks: r.Ticks, Seconds: r.Seconds}
 		for i := range r.Subjects {

@@ -93,6 +93,18 @@ func TestRobustnessRecordsEveryWorld(t *testing.T) {
 	if len(rates) != 2 || rates["obstacle_fence_right"] != 0 || rates["obstacle_fenced"] != 0 {
 		t.Fatalf("goal rates %v", rates)
 	}
+	// Every world's rollouts are kept (for their switches and where they ended), without paths.
+	for _, w := range FenceWorlds[1:] {
+		ros := res.Subjects[0].WorldRollouts[w]
+		if len(ros) != cfg.Rollouts {
+			t.Fatalf("%s: %d rollouts kept, want %d", w, len(ros), cfg.Rollouts)
+		}
+		for _, ro := range ros {
+			if ro.GoalStep >= 0 || ro.Path != nil {
+				t.Fatalf("%s: rollout %+v reached the goal or kept its path", w, ro)
+			}
+		}
+	}
 	if err := res.Validate(); err != nil {
 		t.Fatal(err)
 	}
