@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dualforce/dualforce/runtime/core"
 	"github.com/dualforce/dualforce/sim"
 	"github.com/dualforce/dualforce/sim/behave"
 	"github.com/dualforce/dualforce/sim/robotboard"
@@ -97,6 +98,8 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	seed := fs.Uint64("seed", 1, "master seed of every rollout")
 	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "simulators run in parallel (one per core)")
 	switching := fs.Bool("switching", false, "let the runtime switch navigation skills at obstacles")
+	restart := fs.Duration("switch-restart", 0, "with --switching: hand over at a standstill held this long (the runtime's transitions.restart; 0 blends)")
+	stallAfter := fs.Duration("stall-after", core.DefaultSwitchConfig().StallAfter, "with --switching: no progress towards the goal this long blocks the route (obstacle_switching.stall_after; 0 turns it off)")
 	noise := fs.Bool("noise", false, "simulate sensor noise (encoders, IMU, mocap)")
 	discount := fs.Float64("sf-discount", 1, "weight of state k in the online SFs is discount^k (1: the episode mean)")
 	fences := fs.Bool("fences", false, "navigation: also run every latent in the fenced worlds (left, right, both) and record goal rates per world")
@@ -134,6 +137,10 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *seconds > 0 {
 		cfg.Task.EpisodeSeconds = *seconds
 	}
+	if *stallAfter < 0 || *restart < 0 {
+		return usagef("--stall-after %v, --switch-restart %v: want non-negative durations", *stallAfter, *restart)
+	}
+	cfg.Core = func(c *core.Config) { c.Switching.Restart, c.Switching.StallAfter = *restart, *stallAfter }
 	if *noise {
 		cfg.Noise = sensorNoise
 	}

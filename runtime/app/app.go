@@ -301,6 +301,7 @@ func NewCore(cfg config.Config, opts Options, requestBank func(corebus.Command) 
 	cc.Switching.Enabled, cc.Switching.Clearance, cc.Switching.Cooldown = o.Enabled, o.ClearanceM, o.Cooldown
 	cc.Switching.StallAfter, cc.Switching.MinProgress, cc.Switching.GoalRadius = o.StallAfter, o.MinProgressM, o.GoalRadiusM
 	cc.Blend, cc.RecallMaxDistance = cfg.Transitions.Blend, cfg.Recall.MaxDistance
+	cc.Switching.Restart = cfg.Transitions.Restart
 	cc.RequestBank = requestBank
 	return core.New(cc, loaded)
 }

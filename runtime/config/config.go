@@ -186,6 +186,11 @@ type Transitions struct {
 	// Blend is how long the joint targets take to move from the old skill's to the new one's
 	// (inside limits.max_target_rate); 0 switches at once.
 	Blend time.Duration `yaml:"blend"`
+	// Restart, when positive, makes the runtime's own switches (obstacle_switching) hand over
+	// at a standstill: the default pose held this long, then the new skill started as a run
+	// starts one. Skills are trained on episodes that start standing; taken over mid-stride
+	// they often do not get going. Operator switches always blend; 0 blends these too.
+	Restart time.Duration `yaml:"restart"`
 }
 
 // Recall configures recall by reward (cmd/recall).

@@ -138,6 +138,7 @@ func TestMalformed(t *testing.T) {
 		{"overrun budget", minimal + "limits: {loop_overrun_budget: 20}\n", "limits.loop_overrun_budget", 4, "20 is outside [0, 19]"},
 		{"link timeout above the SDK's", minimal + "limits: {link_timeout: 51ms}\n", "limits.link_timeout", 4, "51ms is outside [2ms, 50ms]"},
 		{"link timeout of one period", minimal + "limits: {link_timeout: 1ms}\n", "limits.link_timeout", 4, "1ms is outside [2ms, 50ms]"},
+		{"restart hold too long", minimal + "transitions: {restart: 3s}\n", "transitions.restart", 4, "3s is outside [0s, 2s] (0s blends)"},
 		{"kp above link", minimal + "gains: {kp: 6}\n", "gains.kp", 4, "6 Nm/rad is outside [0, 5.15646] (the link's ceiling for Solo12)"},
 		{"kd above link", minimal + "gains: {kd: 0.62}\n", "gains.kd", 4, "is outside [0, 0.618776]"},
 		{"kd negative", minimal + "gains: {kd: -0.1}\n", "gains.kd", 4, "is outside [0,"},

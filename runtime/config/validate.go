@@ -159,6 +159,9 @@ func (c *Config) problems() []Problem {
 	if b := c.Transitions.Blend; b < 0 || b > maxBlend {
 		k.add("transitions.blend", "%v is outside [0s, %v] (0s switches at once)", b, maxBlend)
 	}
+	if r := c.Transitions.Restart; r < 0 || r > maxBlend {
+		k.add("transitions.restart", "%v is outside [0s, %v] (0s blends)", r, maxBlend)
+	}
 	k.number("recall.max_distance", c.Recall.MaxDistance, 0, maxRecallDistance, true, "")
 	k.number("navigation.goal.x", c.Navigation.Goal.X, -maxGoalDistance, maxGoalDistance, false, "m")
 	k.number("navigation.goal.y", c.Navigation.Goal.Y, -maxGoalDistance, maxGoalDistance, false, "m")

@@ -129,6 +129,12 @@ type Core struct {
 	sawSensor bool
 	overruns  int
 	since     time.Duration // when the current phase started
+	// clockFrom is when the running skill's episode started (the remaining-time input): the
+	// run's start, or where a restart switch started the skill afresh.
+	clockFrom time.Duration
+	// restartAt is when a restart switch (SwitchConfig.Restart) that holds the default pose
+	// starts the new skill; 0 when none is pending.
+	restartAt time.Duration
 	// settling is the hold after the first stand-up that auto-run ends after cfg.Settle; any
 	// phase change or operator mode command ends it without running.
 	settling bool
@@ -404,6 +410,9 @@ func (c *Core) act(in *Input, out *Output, policyTick bool) {
 		c.track(cmd)
 		c.autoRun(in.Now)
 	case PhaseRun:
+		if c.restartAt != 0 && in.Now >= c.restartAt {
+			c.restartSkill(in.Now)
+		}
 		if policyTick {
 			c.policyStep(in, out)
 			if c.phase != PhaseRun {
@@ -454,9 +463,24 @@ func (c *Core) autoRun(now time.Duration) {
 func (c *Core) startRun(now time.Duration, reason string) {
 	c.targets = c.held
 	c.prevAction = [12]float32{}
-	c.blending = false
+	c.blending, c.restartAt, c.clockFrom = false, 0, now
 	c.switcher.newRoute()
 	c.enter(PhaseRun, now, reason)
+}
+
+// beginRestart hands over to a newly selected skill at a standstill (SwitchConfig.Restart):
+// until restartSkill the policy ticks act with the zero action, whose targets are the default
+// pose, reached at the slew limit.
+func (c *Core) beginRestart(now time.Duration) {
+	c.blending, c.restartAt = false, now+c.cfg.Switching.Restart
+}
+
+// restartSkill starts the selected skill as a run starts one, keeping what the switcher knows
+// of the blocked routes.
+func (c *Core) restartSkill(now time.Duration) {
+	c.prevAction = [12]float32{}
+	c.restartAt, c.clockFrom = 0, now
+	c.switcher.restartProgress()
 }
 
 // beginBlend starts moving the targets from where the running skill aims now to the skill that

@@ -31,7 +31,7 @@ func (c *Core) policyStep(in *Input, out *Output) {
 		}
 		inp.Target = skills.EncodeTarget(c.goal[0]-p.Position[0], c.goal[1]-p.Position[1], p.Yaw, c.goal[2])
 		inp.HeightMap = p.HeightMap
-		inp.RemainingTime = float32(b.Bank.Contract.EpisodeSeconds - (in.Now - c.since).Seconds())
+		inp.RemainingTime = float32(b.Bank.Contract.EpisodeSeconds - (in.Now - c.clockFrom).Seconds())
 		c.autoSwitch(in.Now, where{X: p.Position[0], Y: p.Position[1], Yaw: p.Yaw, GoalX: c.goal[0], GoalY: c.goal[1]}, &p.HeightMap)
 	}
 	if err := b.builder.Build(inp, b.obs); err != nil {
@@ -42,7 +42,11 @@ func (c *Core) policyStep(in *Input, out *Output) {
 	if c.cfg.Actor != nil {
 		actor = c.cfg.Actor
 	}
-	if err := actor.Act(b.obs, c.action[:]); err != nil {
+	if c.restartAt != 0 {
+		// A restart switch is pending: the zero action, the default pose, until the new skill
+		// starts afresh (restartSkill).
+		c.action = [skills.NumJoints]float32{}
+	} else if err := actor.Act(b.obs, c.action[:]); err != nil {
 		c.trip(in.Now, faultNonFinite, reasonNonFiniteAct)
 		return
 	}
@@ -77,7 +81,11 @@ func (c *Core) autoSwitch(now time.Duration, w where, hm *[skills.HeightMapPoint
 	if c.selectLatent(to) != nil {
 		return
 	}
-	c.beginBlend(now)
+	if c.cfg.Switching.Restart > 0 {
+		c.beginRestart(now)
+	} else {
+		c.beginBlend(now)
+	}
 	reason := reasonObstacle
 	if c.report.Trigger == corebus.TriggerNoProgress {
 		reason = reasonNoProgress

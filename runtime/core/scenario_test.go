@@ -480,6 +480,8 @@ func (s *scenario) directive(f []string) error {
 				s.cfg.Blend = d
 			case "stall":
 				s.cfg.Switching.StallAfter = d
+			case "restart":
+				s.cfg.Switching.Restart = d
 			case "settle":
 				s.cfg.Settle = d
 			case "cooldown":

@@ -30,6 +30,12 @@ type SwitchConfig struct {
 	// until the next goal or run no progress is not a stall (a skill that does not stop walks on
 	// past the goal; its route is not blocked for that).
 	GoalRadius float64
+	// Restart, when positive, hands over at a standstill instead of blending: the targets go to
+	// the default pose (inside the slew limit) and stay there this long, then the new skill
+	// starts as a run does (no previous action, the episode clock of the remaining-time input at
+	// zero). Skills are trained on episodes that start standing; taken over mid-stride beside a
+	// wall, a skill meets a state its data never showed.
+	Restart time.Duration
 }
 
 // DefaultSwitchConfig switches on 0.3 m walls within 0.5 m, or after 3 s without getting 0.1 m
@@ -45,8 +51,8 @@ func (s *SwitchConfig) validate() error {
 	switch {
 	case !(s.Clearance > 0) || !(s.Ahead > 0) || s.Ahead > skills.HeightMapExtent:
 		return errConfigf("switching: clearance %v m must be positive, the look-ahead %v m in (0, %v]", s.Clearance, s.Ahead, skills.HeightMapExtent)
-	case s.Cooldown < 0 || s.StallAfter < 0:
-		return errConfigf("switching: cooldown %v and stall time %v must not be negative", s.Cooldown, s.StallAfter)
+	case s.Cooldown < 0 || s.StallAfter < 0 || s.Restart < 0:
+		return errConfigf("switching: cooldown %v, stall time %v and restart hold %v must not be negative", s.Cooldown, s.StallAfter, s.Restart)
 	case !(s.MinProgress > 0) || !(s.GoalRadius >= 0) || math.IsInf(s.MinProgress+s.GoalRadius, 0):
 		return errConfigf("switching: minimum progress %v m must be positive, the goal radius %v m non-negative", s.MinProgress, s.GoalRadius)
 	}
