@@ -2,6 +2,7 @@ package app
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,5 +108,20 @@ func TestConfiguredLinkTimeoutReachesTheCore(t *testing.T) {
 		if got := c.Fault(); got != tc.fault {
 			t.Errorf("link timeout %v, 30 ms without sensor packets: fault %q, want %q", tc.timeout, got, tc.fault)
 		}
+	}
+}
+
+// transitions.restart reaches the core's switching configuration: a negative hold, which the
+// config file's check would refuse first, is refused by the core's own.
+func TestConfiguredRestartReachesTheCore(t *testing.T) {
+	cfg := config.Default()
+	cfg.Bank = filepath.Join(t.TempDir(), "bank.npz")
+	if err := skills.WriteBank(cfg.Bank, skillstest.Constant(t, skillstest.Navigation(t), [skills.NumJoints]float32{})); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Calibration.Mode, cfg.Slider.Enabled = config.CalibrationOffsets, false
+	cfg.Obstacle.Enabled, cfg.Transitions.Restart = true, -time.Millisecond
+	if _, err := NewCore(cfg, Options{}, nil); err == nil || !strings.Contains(err.Error(), "restart hold -1ms") {
+		t.Fatalf("a negative restart hold: %v", err)
 	}
 }
