@@ -34,7 +34,7 @@ const (
 	maxFileDuration     = 24 * time.Hour
 	maxClearance        = 2.0 // m
 	maxSwitchTime       = time.Minute
-	maxBlend            = 2 * time.Second
+	maxTransition       = 2 * time.Second // a blend or a restart hold
 	maxRecallDistance   = 1e3
 	maxGoalDistance     = 50 // m, as an operator's goal command (runtime/mqtt)
 	requiredLinkHz      = 1000
@@ -156,11 +156,11 @@ func (c *Config) problems() []Problem {
 		}
 	}
 	c.Obstacle.check(&k)
-	if b := c.Transitions.Blend; b < 0 || b > maxBlend {
-		k.add("transitions.blend", "%v is outside [0s, %v] (0s switches at once)", b, maxBlend)
+	if b := c.Transitions.Blend; b < 0 || b > maxTransition {
+		k.add("transitions.blend", "%v is outside [0s, %v] (0s switches at once)", b, maxTransition)
 	}
-	if r := c.Transitions.Restart; r < 0 || r > maxBlend {
-		k.add("transitions.restart", "%v is outside [0s, %v] (0s blends)", r, maxBlend)
+	if r := c.Transitions.Restart; r < 0 || r > maxTransition {
+		k.add("transitions.restart", "%v is outside [0s, %v] (0s blends)", r, maxTransition)
 	}
 	k.number("recall.max_distance", c.Recall.MaxDistance, 0, maxRecallDistance, true, "")
 	k.number("navigation.goal.x", c.Navigation.Goal.X, -maxGoalDistance, maxGoalDistance, false, "m")

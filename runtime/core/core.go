@@ -476,9 +476,8 @@ func (c *Core) beginRestart(now time.Duration) {
 }
 
 // restartSkill starts the selected skill as a run starts one, keeping what the switcher knows
-// of the blocked routes.
+// of the blocked routes. Its previous action is already none: the hold acted with zeros.
 func (c *Core) restartSkill(now time.Duration) {
-	c.prevAction = [12]float32{}
 	c.restartAt, c.clockFrom = 0, now
 	c.switcher.restartProgress()
 }

@@ -630,3 +630,44 @@ func fmtTargets(q *[12]float64) string {
 	}
 	return "[" + strings.Join(parts, " ") + "]"
 }
+
+// After a restart switch the new skill starts as a run starts one: its first observation has
+// no previous action and the whole episode left (remaining_time 1), where a blended switch
+// carries on with the run's clock (stall.txt and restart.txt log the targets only).
+func TestRestartStartsTheSkillAfresh(t *testing.T) {
+	for _, tc := range []struct {
+		restart  string
+		wantTime func(float32) bool
+	}{
+		{"500ms", func(r float32) bool { return r > 0.99 }},
+		{"0s", func(r float32) bool { return r < 0.99 }},
+	} {
+		s := newScenario(t, 0)
+		// The no-progress switch comes at 4.9 s (restart.txt); 500 ms later, at a policy tick,
+		// the restarted skill acts for the first time.
+		s.play("config skill=0 stall=2s restart=" + tc.restart + "\nstart\nwalk 0.3 0\nrun 3s\nwalk 0 0\nrun 1.9s\nrun 500ms\n")
+		if s.counts[corebus.EventSkillSwitch] != 1 || !s.out.PolicyTick {
+			t.Fatalf("restart %s: %d switches, policy tick %v at 5.4 s", tc.restart, s.counts[corebus.EventSkillSwitch], s.out.PolicyTick)
+		}
+		field := func(name string) []float32 {
+			f, _ := s.bank.Contract.Layout.Field(name)
+			st := s.bank.Contract.Normaliser
+			raw := make([]float32, f.Dim)
+			for i := range raw {
+				k := f.Offset + i
+				raw[i] = s.out.Obs[k]*max(st.Std[k], st.Epsilon) + st.Mean[k]
+			}
+			return raw
+		}
+		if r := field(skills.FieldRemainingTime)[0]; !tc.wantTime(r) {
+			t.Errorf("restart %s: remaining_time %v at 5.4 s", tc.restart, r)
+		}
+		if tc.restart != "0s" {
+			for j, a := range field(skills.FieldPreviousAction) {
+				if math.Abs(float64(a)) > 1e-6 {
+					t.Fatalf("restart %s: previous_action[%d] = %v, want 0", tc.restart, j, a)
+				}
+			}
+		}
+	}
+}

@@ -95,7 +95,7 @@ func TestStartJitter(t *testing.T) {
 	if err := wide.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	starts := map[Pose2D]bool{}
+	starts, headings := map[Pose2D]bool{}, map[float64]bool{}
 	for seed := range uint64(100) {
 		l, f := wide.Layout(seed), fixed.Layout(seed)
 		if l.Boxes[0] != f.Boxes[0] || *l.Goal != *f.Goal {
@@ -108,10 +108,10 @@ func TestStartJitter(t *testing.T) {
 		if math.Abs(s.X-fixed.Start.X) > j.StartX || math.Abs(s.Y-fixed.Start.Y) > j.StartY || math.Abs(s.Yaw-fixed.Start.Yaw) > j.StartYaw {
 			t.Fatalf("seed %d: start %+v outside the jitter %+v", seed, s, j)
 		}
-		starts[s] = true
+		starts[s], headings[s.Yaw] = true, true
 	}
-	if len(starts) < 100 {
-		t.Fatalf("100 seeds gave %d starts", len(starts))
+	if len(starts) < 100 || len(headings) < 100 {
+		t.Fatalf("100 seeds gave %d starts, %d headings", len(starts), len(headings))
 	}
 }
 

@@ -66,7 +66,10 @@ func Robustness(ctx context.Context, cfg Config, subjects []Subject, res *Result
 		for i := range res.Subjects {
 			s := &res.Subjects[i]
 			if s.WorldGoalRate == nil {
-				s.WorldGoalRate, s.WorldRollouts = map[string]float64{}, map[string][]Rollout{}
+				s.WorldGoalRate = map[string]float64{}
+			}
+			if s.WorldRollouts == nil { // a result read back from before world_rollouts existed
+				s.WorldRollouts = map[string][]Rollout{}
 			}
 			s.WorldGoalRate[name], s.WorldRollouts[name] = r.Subjects[i].GoalRate, r.Subjects[i].Rollouts
 		}

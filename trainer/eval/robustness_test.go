@@ -108,6 +108,11 @@ func TestRobustnessRecordsEveryWorld(t *testing.T) {
 	if err := res.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	// A result read back from before world_rollouts existed has goal rates and no rollouts.
+	res.Subjects[0].WorldRollouts = nil
+	if _, err := Robustness(t.Context(), cfg, subjects, res, FenceWorlds[2:]); err != nil || len(res.Subjects[0].WorldRollouts[FenceWorlds[2]]) != cfg.Rollouts {
+		t.Fatalf("fences again on a result with goal rates only: %v, %d rollouts", err, len(res.Subjects[0].WorldRollouts[FenceWorlds[2]]))
+	}
 	if _, err := Robustness(t.Context(), cfg, subjects, res, []string{"moon"}); !errors.Is(err, ErrConfig) {
 		t.Fatalf("an unknown world: %v", err)
 	}
