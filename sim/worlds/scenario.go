@@ -31,7 +31,8 @@ const (
 	maxExtent    = 100.0 // |x|, |y| of anything, m
 	maxSize      = 10.0  // any box dimension, m
 	maxFriction  = 5.0
-	startClear   = 0.35 // m between the start point and the box footprint, worst case
+	startClear   = 0.35 // m between the start point and any box or fence footprint
+	startDraws   = 64   // tries for a jittered start clear of the boxes drawn
 	maxScenarioB = 1 << 20
 )
 
@@ -84,7 +85,10 @@ type Fences struct {
 // Jitter is seeded randomisation: each coordinate moves uniformly within +-value. The start's
 // is for data collection: episodes that begin anywhere in a region before the box show the
 // routes from states a run reaches only after it went elsewhere first (beside a fence, when the
-// runtime switches skills); evaluation's worlds start where the robot does.
+// runtime switches skills); evaluation's worlds start where the robot does. The start region
+// may reach the box: a start drawn within startClear of the box (or a fence) as laid out is
+// drawn again, so the region covers the ground up to the box wherever the box's own jitter
+// put it.
 type Jitter struct {
 	BoxX     float64 `yaml:"box_x"`
 	BoxY     float64 `yaml:"box_y"`
@@ -226,13 +230,15 @@ func (s *Scenario) Validate() error {
 	return nil
 }
 
-// checkClearOfBox rejects scenarios where some jitter could place the start or goal on the box.
+// checkClearOfBox rejects scenarios where some jitter could place the goal on the box, or the
+// box could come within startClear of the start. The start's own jitter is not counted: Layout
+// draws a jittered start again until it is clear, and falls back to this start.
 func (s *Scenario) checkClearOfBox(c *checker) {
 	b, j := s.Box, s.jitter()
 	clear := func(x, y, jx, jy, margin float64) bool {
 		return math.Abs(x-b.X) > b.Length/2+j.BoxX+jx+margin || math.Abs(y-b.Y) > b.Width/2+j.BoxY+jy+margin
 	}
-	if !clear(s.Start.X, s.Start.Y, j.StartX, j.StartY, startClear) {
+	if !clear(s.Start.X, s.Start.Y, 0, 0, startClear) {
 		c.fail("start (%g, %g) is within %g m of the box at some jitter", s.Start.X, s.Start.Y, startClear)
 	}
 	if g := s.Goal; g != nil && !clear(g.X, g.Y, j.GoalX, j.GoalY, g.Radius) {
@@ -319,8 +325,26 @@ func (s *Scenario) Layout(seed uint64) *Layout {
 		l.Goal = &Goal{X: g.X + uniform(j.GoalX), Y: g.Y + uniform(j.GoalY), Radius: g.Radius}
 	}
 	// Drawn last, so that a world without start jitter lays out as it did before it existed.
-	l.Start.X += uniform(j.StartX)
-	l.Start.Y += uniform(j.StartY)
-	l.Start.Yaw += uniform(j.StartYaw)
+	if j.StartX == 0 && j.StartY == 0 && j.StartYaw == 0 {
+		return l
+	}
+	for range startDraws {
+		start := Pose2D{X: s.Start.X + uniform(j.StartX), Y: s.Start.Y + uniform(j.StartY), Yaw: s.Start.Yaw + uniform(j.StartYaw)}
+		if l.clearOfBoxes(start.X, start.Y, startClear) {
+			l.Start = start
+			break
+		}
+	}
 	return l
+}
+
+// clearOfBoxes reports whether (x, y) is more than margin from every box's footprint along x
+// or along y.
+func (l *Layout) clearOfBoxes(x, y, margin float64) bool {
+	for _, b := range l.Boxes {
+		if math.Abs(x-b.Center[0]) <= b.Half[0]+margin && math.Abs(y-b.Center[1]) <= b.Half[1]+margin {
+			return false
+		}
+	}
+	return true
 }

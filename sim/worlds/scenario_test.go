@@ -115,6 +115,32 @@ func TestStartJitter(t *testing.T) {
 	}
 }
 
+// A start region that reaches the box: every start is clear of the box as drawn, and starts
+// come nearer to it than the worst case of the box's jitter would allow, up to startClear.
+func TestStartRegionReachingTheBox(t *testing.T) {
+	s, err := Parse([]byte("box: {x: 1}\njitter: {box_x: 0.15, start_x: 0.7, start_y: 0.6}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	worstCase := s.Box.X - s.Box.Length/2 - s.Jitter.BoxX - startClear
+	beyond, nearest := 0, math.Inf(1)
+	for seed := range uint64(400) {
+		l := s.Layout(seed)
+		box := l.Boxes[0]
+		gap := math.Max(math.Abs(l.Start.X-box.Center[0])-box.Half[0], math.Abs(l.Start.Y-box.Center[1])-box.Half[1])
+		if gap <= startClear {
+			t.Fatalf("seed %d: start %+v is %.3f m from the box at %v", seed, l.Start, gap, box.Center)
+		}
+		nearest = math.Min(nearest, gap)
+		if l.Start.X > worstCase && math.Abs(l.Start.Y) < box.Half[1] {
+			beyond++
+		}
+	}
+	if beyond < 15 || nearest > startClear+0.02 {
+		t.Fatalf("%d of 400 starts in front of the box beyond the worst-case line x=%.2f, nearest %.3f m: the region does not reach the box", beyond, worstCase, nearest)
+	}
+}
+
 func TestParseMalformed(t *testing.T) {
 	tests := []struct {
 		name, yaml, wantSub string
@@ -142,7 +168,6 @@ func TestParseMalformed(t *testing.T) {
 		{"jitter without goal", "jitter: {goal_y: 0.1}\n", "there is no goal"},
 		{"start on the box", "box: {x: 0.2}\n", "start"},
 		{"jitter can reach start", "box: {x: 0.8}\njitter: {box_x: 0.4}\n", "start"},
-		{"start jitter can reach the box", "box: {x: 1}\njitter: {start_x: 0.6}\n", "start"},
 		{"negative start jitter", "jitter: {start_y: -0.1}\n", "jitter.start_y"},
 		{"start heading jitter past a half turn", "jitter: {start_yaw: 4}\n", "jitter.start_yaw"},
 		{"goal on the box", "box: {x: 1}\ngoal: {x: 1.1}\n", "goal"},
