@@ -45,9 +45,10 @@ func (b *Bank) ByName(name string) (Skill, error) {
 }
 
 // Best recalls the latent a runtime starts with when the operator names none: the first of
-// Ranked when an evaluation measured it and did not filter it out (the highest online return,
-// the first on ties); in a bank nobody evaluated, the last latent of slot 0 (the latest skill
-// that slot was trained under; a one-latent bank's only latent).
+// Ranked when an evaluation measured it and did not filter it out (in a navigation bank the
+// most often at the goal, else the highest online return, the first on ties); in a bank nobody
+// evaluated, the last latent of slot 0 (the latest skill that slot was trained under; a
+// one-latent bank's only latent).
 func (b *Bank) Best() (Skill, error) {
 	if order := b.Ranked(); len(order) > 0 && rankGroup(b.Latents[order[0]].Info) == 0 {
 		return b.skill(order[0]), nil
@@ -65,16 +66,27 @@ func (b *Bank) Best() (Skill, error) {
 }
 
 // Ranked orders the latents' indices by what evaluation measured: those measured (online
-// return recorded) and not filtered out, highest return first; then those that failed the
-// filter, highest return first; then the unmeasured in bank order. Ties keep bank order.
+// return recorded) and not filtered out first, then those that failed the filter, then the
+// unmeasured in bank order. Within the first two groups, a bank with goal rates (navigation)
+// ranks by the mean goal rate over every world the bank has rates for (a world a latent was not
+// measured in counts as 0), because reaching the goal is the task and the return only shapes
+// it; then, and in a bank without goal rates, by the highest return. Ties keep bank order.
 func (b *Bank) Ranked() []int {
 	order := make([]int, len(b.Latents))
+	goal := make([]float64, len(b.Latents))
+	worlds := b.goalRateWorlds()
 	for i := range order {
 		order[i] = i
+		for _, w := range worlds {
+			goal[i] += float64(b.Latents[i].Info.GoalRate[w]) / float64(len(worlds))
+		}
 	}
 	slices.SortStableFunc(order, func(i, j int) int {
 		a, c := b.Latents[i].Info, b.Latents[j].Info
 		if g := cmp.Compare(rankGroup(a), rankGroup(c)); g != 0 || a.OnlineReturn == nil {
+			return g
+		}
+		if g := cmp.Compare(goal[j], goal[i]); g != 0 {
 			return g
 		}
 		return cmp.Compare(*c.OnlineReturn, *a.OnlineReturn)

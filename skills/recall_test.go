@@ -132,6 +132,18 @@ func TestBest(t *testing.T) {
 	if s, err := b.Best(); err != nil || s.Index != 4 {
 		t.Errorf("evaluated bank: Best = latent %d, %v; want 4 (70, first of the tie; 90 was filtered out)", s.Index, err)
 	}
+	// With goal rates (navigation): the most often at the goal over the bank's worlds, a world
+	// not measured counting 0; the return only breaks ties.
+	b.Latents[1].Info.GoalRate = map[string]float32{"obstacle": 0.75, "obstacle_fenced": 0.25}
+	b.Latents[4].Info.GoalRate = map[string]float32{"obstacle": 0.25, "obstacle_fenced": 0.25}
+	b.Latents[5].Info.GoalRate = map[string]float32{"obstacle": 0.75}
+	if s, err := b.Best(); err != nil || s.Index != 1 {
+		t.Errorf("navigation bank: Best = latent %d, %v; want 1 (mean goal rate 0.5 over 0.25, 0.375; return 50 below 70)", s.Index, err)
+	}
+	b.Latents[4].Info.GoalRate["obstacle"] = 0.75
+	if s, err := b.Best(); err != nil || s.Index != 4 {
+		t.Errorf("navigation bank, a tie at 0.5: Best = latent %d, %v; want 4 (return 70 over 50)", s.Index, err)
+	}
 	for i := range b.Latents {
 		b.Latents[i].Info.OnlineReturn = nil
 		b.Latents[i].Info.Skill = 1

@@ -40,11 +40,12 @@ Reads a skill bank (format v1 or v2, checked as the runtime checks it) and print
                   and how many reached the goal in >= 90% of their rollouts
   per slot        latents, measured, passed, and the best online return with its latent
   top latents     the first --top latents (0: all) in this order: measured and not filtered
-                  out, highest online return first (the first is the latent 'skillrt run'
-                  starts with); then those that failed the filter, highest return first; then
-                  the unmeasured ones in bank order. One row each: index, slot, iteration, name,
-                  sigmoid(mu), phi, online return, filter, tags, and the goal rate per world
-                  ("-": not measured)
+                  out, in a navigation bank the highest mean goal rate over its worlds first,
+                  else (and on ties) the highest online return (the first is the latent
+                  'skillrt run' starts with); then those that failed the filter, in the same
+                  order; then the unmeasured ones in bank order. One row each: index, slot,
+                  iteration, name, sigmoid(mu), phi, online return, filter, tags, and the goal
+                  rate per world ("-": not measured)
 
 A bank that fails a check is reported with the reason and exit status 1.
 `

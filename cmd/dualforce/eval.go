@@ -47,8 +47,9 @@ world evaluated in (--world, or the task's): its box and goal with the fences an
 jitter of the built-in fenced world, so a world file with a higher box is fenced as it is.
 --max-latents N evaluates an even subsample of a large bank: equal shares per skill, spread
 over iterations. --latents names the latents instead: indices (3,17,40) or "best", the one
-the runtime starts with (the highest return an earlier evaluation measured among latents that
-passed its filter); with --switching, the end-to-end check of the runtime on an evaluated
+the runtime starts with (among latents an earlier evaluation measured and did not filter out,
+in a navigation bank the most often at the goal over the worlds measured, else the highest
+return); with --switching, the end-to-end check of the runtime on an evaluated
 bank: every switch the core makes is kept in eval.json (when, where, from and to which
 latent, what was blocked, why that one), as is every time a route was blocked with no
 measured latent to switch to (nowhere_to_go), and the summary says how many rollouts

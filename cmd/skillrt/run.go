@@ -27,7 +27,7 @@ func runCmd(ctx context.Context, args []string, stderr io.Writer) int {
 	path := fs.String("config", "", "the runtime config (YAML); print an example with: skillrt config")
 	bank := fs.String("bank", "", "skill bank to load instead of the config's bank")
 	autoRun := fs.Bool("auto-run", false, "run the skill as soon as the robot stands (simulation, demos)")
-	skill := fs.Int("skill", -1, "bank latent to start with (index); -1: the best the bank's evaluation measured (the highest return among latents that passed its filter; unevaluated: slot 0's latest)")
+	skill := fs.Int("skill", -1, "bank latent to start with (index); -1: the best the bank's evaluation measured (among latents that passed its filter, the highest mean goal rate in a navigation bank, else the highest return; unevaluated: slot 0's latest)")
 	status := fs.Duration("status", time.Second, "log a status line this often (0: never)")
 	priority := fs.Int("rt-priority", 20, "SCHED_FIFO priority of the process (0: ordinary); without CAP_SYS_NICE it warns and goes on")
 	var cpus cpuList
