@@ -31,6 +31,8 @@ statistics are fitted on the whole offline set, as for training. The policy lear
 and the bank gets its last iterate (--policy-lr, --policy-average): the default 20,000 steps
 are enough at that rate; fewer steps need the training methods' 1e-3 and averaging 0.99.
 --policy-components K clones into a mixture of K Gaussians (train smodice --help says why).
+--drop-falls clones only the episodes that do not end in a fall (filtered behaviour cloning):
+for a behaviour such as the navigation expert's over route, which falls in part of its episodes.
 `
 
 func runFitBC(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -38,6 +40,7 @@ func runFitBC(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := newFlagSet("fit bc", fitBCUsage, stderr)
 	offline := fs.String("offline", "", "offline dataset archive (required)")
 	mode := fs.String("mode", bc.ExpertLabel, `behaviour to clone: "expert" or a mode name`)
+	dropFalls := fs.Bool("drop-falls", false, "clone only the behaviour's episodes that do not end in a fall")
 	out := fs.String("out", "", "bank to write (required)")
 	task := fs.String("task", "", "task the data must be for: locomotion or navigation (default: the dataset's)")
 	steps := fs.Int("steps", def.Steps, "gradient steps")
@@ -71,6 +74,13 @@ func runFitBC(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	sel, err := bc.Select(off, *mode)
 	if err != nil {
 		return err
+	}
+	if *dropFalls {
+		var dropped int
+		if sel, dropped, err = sel.WithoutFalls(off); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "--drop-falls: %d episodes of %q that end in a fall left out\n", dropped, sel.Label)
 	}
 	in, err := prep.FromFiles(*task, off, nil)
 	if err != nil {

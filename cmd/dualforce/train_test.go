@@ -164,6 +164,10 @@ func TestFitBC(t *testing.T) {
 	if len(bank.ByTags(bc.Tag)) != 1 || bank.Producer != bc.Producer || !strings.Contains(stdout, `"synthetic-trot fit"`) {
 		t.Fatalf("bank latent %+v, producer %q", *s.Info, bank.Producer)
 	}
+	stdout = mustRun(t, "fit", "bc", "--offline", data, "--mode", "expert", "--drop-falls", "--out", filepath.Join(dir, "bc-nf.npz"), "--steps", "50", "--batch", "128", "--quiet")
+	if !strings.Contains(stdout, `--drop-falls: 0 episodes of "synthetic-trot" that end in a fall left out`) {
+		t.Fatalf("--drop-falls said %q", stdout)
+	}
 }
 
 func TestTrainingCommandsRefuseBadInput(t *testing.T) {

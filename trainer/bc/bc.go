@@ -96,6 +96,43 @@ func Select(o *datafile.Offline, label string) (Selection, error) {
 	return sel, nil
 }
 
+// WithoutFalls returns sel without the rows of every episode of o that ends in a fall (a
+// terminal transition), and how many episodes it dropped: a clone of the behaviour's successes
+// only (filtered behaviour cloning), for a behaviour that falls in part of its episodes. An
+// episode runs from a row marked as an episode start to the row before the next. It is an error
+// wrapping ErrUnknownMode when nothing is left.
+func (sel Selection) WithoutFalls(o *datafile.Offline) (Selection, int, error) {
+	d := &o.Data
+	fell := make([]bool, d.Len()) // by row: its episode ends in a fall
+	dropped := 0
+	for start := 0; start < d.Len(); {
+		end := start + 1
+		for end < d.Len() && !d.EpisodeStart[end] {
+			end++
+		}
+		if slices.Contains(d.Terminal[start:end], true) {
+			for i := start; i < end; i++ {
+				fell[i] = true
+			}
+		}
+		start = end
+	}
+	out := Selection{Label: sel.Label}
+	for k, i := range sel.Rows {
+		if fell[i] {
+			if k == 0 || d.EpisodeStart[i] {
+				dropped++
+			}
+			continue
+		}
+		out.Rows = append(out.Rows, i)
+	}
+	if len(out.Rows) == 0 {
+		return Selection{}, dropped, fmt.Errorf("%w: every episode of %q ends in a fall", ErrUnknownMode, sel.Label)
+	}
+	return out, dropped, nil
+}
+
 // Report describes a fit.
 type Report struct {
 	Transitions int

@@ -52,6 +52,45 @@ func TestSelect(t *testing.T) {
 	}
 }
 
+// WithoutFalls drops exactly the rows of the behaviour's episodes that end in a fall, and
+// refuses to leave nothing.
+func TestWithoutFalls(t *testing.T) {
+	src, _ := datafiletest.Datasets(t, datafiletest.Small, 1)
+	off := *src
+	d := &off.Data
+	d.Terminal = make([]bool, d.Len())
+	sel, err := Select(&off, ExpertLabel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The selection's second episode ends in a fall.
+	var starts []int
+	for _, i := range sel.Rows {
+		if d.EpisodeStart[i] {
+			starts = append(starts, i)
+		}
+	}
+	if len(starts) < 3 {
+		t.Fatalf("the synthetic expert has %d episodes, want 3 or more", len(starts))
+	}
+	fallStart, fallEnd := starts[1], starts[2]
+	d.Terminal[fallEnd-1] = true
+	kept, dropped, err := sel.WithoutFalls(&off)
+	if err != nil || dropped != 1 || kept.Label != sel.Label {
+		t.Fatalf("WithoutFalls: %q, %d dropped, %v; want 1 dropped", kept.Label, dropped, err)
+	}
+	want := slices.DeleteFunc(slices.Clone(sel.Rows), func(i int) bool { return i >= fallStart && i < fallEnd })
+	if !slices.Equal(kept.Rows, want) || len(want) == len(sel.Rows) {
+		t.Fatalf("kept %d of %d rows, want %d (all but rows %d..%d)", len(kept.Rows), len(sel.Rows), len(want), fallStart, fallEnd-1)
+	}
+	for i := range d.Len() {
+		d.Terminal[i] = i+1 == d.Len() || d.EpisodeStart[i+1]
+	}
+	if _, _, err := sel.WithoutFalls(&off); !errors.Is(err, ErrUnknownMode) {
+		t.Fatalf("every episode falls: %v, want ErrUnknownMode", err)
+	}
+}
+
 // smallExpert is the small synthetic task prepared for fitting, its offline file and the
 // selection of its expert's transitions.
 func smallExpert(t *testing.T) (*prep.Data, *datafile.Offline, Selection) {
