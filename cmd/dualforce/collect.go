@@ -50,8 +50,13 @@ contract's scale, which training, evaluation and the runtime read from the files
 behaviours' noise stays the same in radians. The navigation expert's over route needs about
 1.2 to climb a 0.10 m box without its knee targets clipping.
 
-The data depend only on --task, --scale, --world, --action-scale and --seed, not on
---workers. --out is checked before anything is collected (its directory is created at the
+--other-side-fence F (navigation) lays out that share of the episodes with a fence on the side
+of the box their route does not take (either side for the over route and the random policy):
+the runtime switches skills beside a fence, and a skill whose data never showed a fence in its
+height map meets a state it does not know.
+
+The data depend only on --task, --scale, --world, --action-scale, --other-side-fence and
+--seed, not on --workers. --out is checked before anything is collected (its directory is created at the
 write if it does not exist).
 `
 
@@ -64,6 +69,7 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	out := fs.String("out", "", "offline archive to write (default <task>.npz)")
 	world := fs.String("world", "", "world: a scenario YAML file or a built-in world (default: the task's)")
 	actionScale := fs.Float64("action-scale", collect.ActionScale, "rad of joint target per unit of action")
+	otherSideFence := fs.Float64("other-side-fence", 0, "navigation: share of episodes with a fence on the side of the box their route does not take (0..1)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
@@ -84,6 +90,7 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *world != "" {
 		plan.Task.World = *world // Collect checks it before it starts
 	}
+	plan.OtherSideFence = *otherSideFence // so is this
 	expertPath := datafile.ExpertPath(*out)
 	if err := checkOutputFiles(*out, expertPath); err != nil {
 		return err

@@ -94,6 +94,8 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"collect", "extra"}, 2, "unexpected arguments"},
 		{[]string{"collect", "-bogus"}, 2, "flag provided but not defined"},
 		{[]string{"collect", "-world", "moon", "-out", filepath.Join(t.TempDir(), "x.npz")}, 1, `no built-in world "moon"`},
+		{[]string{"collect", "-task", "navigation", "-other-side-fence", "2", "-out", filepath.Join(t.TempDir(), "x.npz")}, 1, "other-side fence share 2: want [0, 1]"},
+		{[]string{"collect", "-other-side-fence", "0.5", "-out", filepath.Join(t.TempDir(), "x.npz")}, 1, "other-side fences need a navigation world"},
 		{[]string{"dataset"}, 2, "missing subcommand"},
 		{[]string{"dataset", "shred"}, 2, `unknown dataset subcommand "shred"`},
 		{[]string{"dataset", "inspect"}, 2, "want 1 argument(s) after the flags, got 0"},

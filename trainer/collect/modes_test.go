@@ -1,10 +1,12 @@
 package collect
 
 import (
+	"errors"
 	"math"
 	"testing"
 
 	"github.com/dualforce/dualforce/sim/behave"
+	"github.com/dualforce/dualforce/sim/worlds"
 	"github.com/dualforce/dualforce/skills"
 )
 
@@ -150,5 +152,81 @@ func TestExecutionNoiseRecordsTheBehavioursOwnActions(t *testing.T) {
 		case name != "expert" && rms != 0:
 			t.Errorf("%s episode: executed actions differ from the recorded ones by %.4f RMS, want 0", name, rms)
 		}
+	}
+}
+
+// Other-side fences: every episode of a left or right route gets a fence on the other side, the
+// over route's on either side; at share 0 the episodes are what they were; the open route still
+// reaches the goal; and a plan that cannot have them is refused.
+func TestOtherSideFence(t *testing.T) {
+	p := plan(t, TaskNavigation, 12, map[string]int{"left": 3, "right": 1, "over": 1})
+	before := make(map[[2]int]*episode)
+	for m := range p.Modes {
+		for j := range 20 {
+			before[[2]int{m, j}] = p.episode(m, j)
+		}
+	}
+	p.OtherSideFence = 1
+	if err := p.validate(); err != nil {
+		t.Fatal(err)
+	}
+	overSides := map[bool]int{}
+	for m, mode := range p.Modes {
+		for j := range 20 {
+			ep, was := p.episode(m, j), before[[2]int{m, j}]
+			f := ep.scenario.Fences
+			if f == nil || f.Left == f.Right {
+				t.Fatalf("%s episode %d: fences %+v, want one side", mode.Name, j, f)
+			}
+			switch ep.spec.Route {
+			case behave.RouteLeft:
+				if f.Left {
+					t.Fatalf("%s episode %d: the fence blocks its own route", mode.Name, j)
+				}
+			case behave.RouteRight:
+				if f.Right {
+					t.Fatalf("%s episode %d: the fence blocks its own route", mode.Name, j)
+				}
+			default:
+				overSides[f.Left]++
+			}
+			if ep.layout.Boxes[0] != was.layout.Boxes[0] || *ep.layout.Goal != *was.layout.Goal || ep.spec.Gait != was.spec.Gait {
+				t.Fatalf("%s episode %d: the fence moved the box, the goal or the gait", mode.Name, j)
+			}
+			if len(ep.layout.Boxes) != 2 || ep.layout.Boxes[1].Kind != worlds.KindFence {
+				t.Fatalf("%s episode %d: layout %+v, want the box and a fence", mode.Name, j, ep.layout.Boxes)
+			}
+		}
+	}
+	if overSides[true] == 0 || overSides[false] == 0 {
+		t.Fatalf("routes without a side fenced %v (left: true), want both sides", overSides)
+	}
+
+	p.Modes = p.Modes[:1] // left only, fenced on the right: its route is open
+	p.Modes[0].Transitions = 3 * p.steps()
+	o := collect(t, p)
+	if left := o.Manifest.Modes[0]; left.Name != "left" || left.GoalReached != left.Episodes {
+		t.Errorf("left route with the right fence up reached the goal in %d of %d episodes, want all", left.GoalReached, left.Episodes)
+	}
+
+	for _, bad := range []struct {
+		name string
+		edit func(*Plan)
+	}{
+		{"share above 1", func(p *Plan) { p.OtherSideFence = 1.5 }},
+		{"NaN share", func(p *Plan) { p.OtherSideFence = math.NaN() }},
+		{"a world with fences", func(p *Plan) { p.OtherSideFence, p.Task.World = 0.5, "obstacle_fence_left" }},
+		{"no box", func(p *Plan) { p.OtherSideFence, p.Task.World = 0.5, "flat" }},
+	} {
+		q := plan(t, TaskNavigation, 12, map[string]int{"left": 1})
+		bad.edit(q)
+		if err := q.validate(); !errors.Is(err, ErrPlan) {
+			t.Errorf("%s: %v, want ErrPlan", bad.name, err)
+		}
+	}
+	loco := plan(t, TaskLocomotion, 1, map[string]int{"expert": 1})
+	loco.OtherSideFence = 0.5
+	if err := loco.validate(); !errors.Is(err, ErrPlan) {
+		t.Errorf("locomotion with fences: %v, want ErrPlan", err)
 	}
 }

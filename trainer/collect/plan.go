@@ -71,6 +71,12 @@ type Plan struct {
 	Modes    []Mode          `json:"modes"`
 	// StartYaw is the +- range (rad) of the uniform random heading every episode starts with.
 	StartYaw float64 `json:"start_yaw"`
+	// OtherSideFence is the share of navigation episodes laid out with a fence: on the side of
+	// the box the mode's route does not take (either side, drawn, for the over route and the
+	// random policy). A run the runtime switched to another route stands beside a fence, and a
+	// skill whose data never showed one in its height map meets a state it does not know.
+	// 0: none, the world as it is.
+	OtherSideFence float64 `json:"other_side_fence,omitempty"`
 	// scenario is the built-in world of Task.World; bank lends the contract to the runtime
 	// core that runs the behaviours (its policy never runs: the behaviour is the core's actor);
 	// actions maps the behaviours' joint targets to actions.
@@ -82,7 +88,7 @@ type Plan struct {
 }
 
 // SeedRule documents how episodes draw their randomness, for the manifest.
-const SeedRule = "episode j of mode m draws from math/rand/v2 PCG(seed, m<<32|j): first the layout seed (navigation), start heading and gait jitter, then the behaviour's own draws"
+const SeedRule = "episode j of mode m draws from math/rand/v2 PCG(seed, m<<32|j): first the layout seed (navigation), start heading and gait jitter, with other_side_fence whether the episode is fenced (and for the over route and the random policy on which side), then the behaviour's own draws"
 
 // ErrPlan reports a plan that cannot be collected.
 var ErrPlan = errors.New("collect: invalid plan")
@@ -366,7 +372,26 @@ func (p *Plan) validate() error {
 	if expert == 0 {
 		return fmt.Errorf("%w: no expert transitions: the expert set would be empty", ErrPlan)
 	}
+	switch f := p.OtherSideFence; {
+	case !(f >= 0 && f <= 1):
+		return fmt.Errorf("%w: other-side fence share %v: want [0, 1]", ErrPlan, f)
+	case f > 0 && (p.Task.Name != TaskNavigation || s.Box == nil || s.Fences != nil):
+		return fmt.Errorf("%w: other-side fences need a navigation world with a box and no fences of its own (world %q)", ErrPlan, s.Name)
+	}
 	return nil
+}
+
+// fenceOtherSide puts a fence on the side of the box that route does not take (a side drawn
+// from rng for the over route and for none).
+func fenceOtherSide(s *worlds.Scenario, route behave.Route, rng *rand.Rand) {
+	left := route == behave.RouteRight
+	if route != behave.RouteLeft && route != behave.RouteRight {
+		left = rng.IntN(2) == 0
+	}
+	s.Fences = &worlds.Fences{
+		Left: left, Right: !left,
+		Height: worlds.DefaultFenceHeight, Length: worlds.DefaultFenceLength, Thickness: worlds.DefaultFenceThickness,
+	}
 }
 
 // scriptedBank is a bank under contract c whose one policy outputs zeros: the runtime core needs
@@ -406,5 +431,10 @@ func (p *Plan) episode(m, j int) *episode {
 	g.Height += u(jt.Height)
 	g.StepHeight = max(0, g.StepHeight+u(jt.StepHeight))
 	g.Period += u(jt.Period)
+	// Drawn after everything else, so that a plan without fences collects what it did before.
+	if p.OtherSideFence > 0 && rng.Float64() < p.OtherSideFence {
+		fenceOtherSide(&ep.scenario, ep.spec.Route, rng)
+		ep.layout = ep.scenario.Layout(ep.seed)
+	}
 	return ep
 }
