@@ -56,8 +56,8 @@ the runtime switches skills beside a fence, and a skill whose data never showed 
 height map meets a state it does not know.
 
 The data depend only on --task, --scale, --world, --action-scale, --other-side-fence and
---seed, not on --workers. --out is checked before anything is collected (its directory is created at the
-write if it does not exist).
+--seed, not on --workers. --out is checked before anything is collected (its directory is
+created at the write if it does not exist).
 `
 
 func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -90,7 +90,7 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *world != "" {
 		plan.Task.World = *world // Collect checks it before it starts
 	}
-	plan.OtherSideFence = *otherSideFence // so is this
+	plan.OtherSideFence = *otherSideFence // checked with the world
 	expertPath := datafile.ExpertPath(*out)
 	if err := checkOutputFiles(*out, expertPath); err != nil {
 		return err

@@ -324,10 +324,8 @@ func (s *Scenario) Layout(seed uint64) *Layout {
 	if g := s.Goal; g != nil {
 		l.Goal = &Goal{X: g.X + uniform(j.GoalX), Y: g.Y + uniform(j.GoalY), Radius: g.Radius}
 	}
-	// Drawn last, so that a world without start jitter lays out as it did before it existed.
-	if j.StartX == 0 && j.StartY == 0 && j.StartYaw == 0 {
-		return l
-	}
+	// Drawn last, so that a world without start jitter lays out as it did before it existed
+	// (uniform(0) draws nothing, and the start validation requires is clear at the first try).
 	for range startDraws {
 		start := Pose2D{X: s.Start.X + uniform(j.StartX), Y: s.Start.Y + uniform(j.StartY), Yaw: s.Start.Yaw + uniform(j.StartYaw)}
 		if l.clearOfBoxes(start.X, start.Y, startClear) {
