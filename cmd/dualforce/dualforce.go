@@ -129,7 +129,7 @@ func runTrainDualForce(ctx context.Context, args []string, stdout, stderr io.Wri
 	rehearsalKeep := fs.Int("rehearsal-keep", def.Loop.RehearsalKeep, "earlier iterations kept for rehearsal per skill, spread evenly over the run")
 	hidden := fs.Int("hidden", def.Value.Hidden[0], "width of the value and policy networks' two hidden layers")
 	policy := addPolicyFlags(fs, def.Policy)
-	refreshRows := fs.Int("refresh-rows", def.Value.RefreshRows, "rows whose V each iteration's weight pass re-evaluates, in turn (0: every row)")
+	refreshRows := addRefreshRowsFlag(fs, def.Value.RefreshRows)
 	subsets := fs.Int("subsets", 32, "subsets of offline states each latent averages over (m)")
 	pool := fs.Int("fre-pool", defaultFREPool, "the --pool the FRE run was trained with")
 	seed := fs.Uint64("seed", def.Seed, "seed of every random choice")

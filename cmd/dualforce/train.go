@@ -17,6 +17,7 @@ import (
 
 	"github.com/dualforce/dualforce/skills"
 	"github.com/dualforce/dualforce/trainer/datafile"
+	"github.com/dualforce/dualforce/trainer/dice"
 	"github.com/dualforce/dualforce/trainer/eval"
 	"github.com/dualforce/dualforce/trainer/prep"
 	trainrun "github.com/dualforce/dualforce/trainer/run"
@@ -74,7 +75,10 @@ Each iteration takes --value-steps steps on V, one pass over the whole offline s
 weights (about 1.6 us per transition on two cores: 2 s on the paper-scale locomotion set) and
 --policy-steps steps on the policy. On large sets, several steps per iteration spread the
 cost of that pass; the policy needs enough steps in total to clone the weighted actions
-(thousands, not hundreds).
+(thousands, not hundreds). --refresh-rows N re-evaluates V on one block of N rows per pass,
+in turn, and reuses the other rows' values from earlier iterations, as train dualforce does
+by default (its --help says what that saves and costs); here the default is 0, every row
+every iteration, the pass every SMODICE-expert reported so far was trained with.
 
 The policy's Adam rate and the moving average of its parameters that the bank deploys
 (--policy-lr, --policy-average) default to 1e-3 and 0.99 (ours, every method and task), not
@@ -109,15 +113,15 @@ were absorbing by default resumes with --absorbing-falls=false).
 // trainingFlags are the flags every training method takes: the data, the run directory, the
 // bank, and the budget of the shared learners.
 type trainingFlags struct {
-	offline, expert, out, task, bank                        *string
-	iters, discSteps, batch, valueSteps, policySteps, every *int
-	seed                                                    *uint64
-	policy                                                  *policyFlags
-	quiet, absorbingFalls                                   *bool
+	offline, expert, out, task, bank                                     *string
+	iters, discSteps, batch, valueSteps, policySteps, every, refreshRows *int
+	seed                                                                 *uint64
+	policy                                                               *policyFlags
+	quiet, absorbingFalls                                                *bool
 }
 
 // addTrainingFlags defines the training flags on fs with the method's defaults.
-func addTrainingFlags(fs *flag.FlagSet, run trainrun.Settings, discSteps, batch, valueSteps, policySteps int, policy wbc.Config, seed uint64, absorbingFalls bool) *trainingFlags {
+func addTrainingFlags(fs *flag.FlagSet, run trainrun.Settings, discSteps int, value dice.ValueConfig, valueSteps, policySteps int, policy wbc.Config, seed uint64) *trainingFlags {
 	return &trainingFlags{
 		offline:        fs.String("offline", "", "offline dataset archive (required)"),
 		expert:         fs.String("expert", "", "expert dataset archive (default: the offline file's <name>_expert.npz)"),
@@ -126,15 +130,28 @@ func addTrainingFlags(fs *flag.FlagSet, run trainrun.Settings, discSteps, batch,
 		bank:           fs.String("bank", "", "bank to write at the end (default <out>/bank.npz)"),
 		iters:          fs.Int("iters", run.Iterations, "iterations"),
 		discSteps:      fs.Int("disc-steps", discSteps, "discriminator training steps"),
-		batch:          fs.Int("batch", batch, "DICE batch (transitions per value and policy step)"),
+		batch:          fs.Int("batch", value.Batch, "DICE batch (transitions per value and policy step)"),
 		valueSteps:     fs.Int("value-steps", valueSteps, "value steps per iteration (per skill)"),
 		policySteps:    fs.Int("policy-steps", policySteps, "policy steps per iteration (per skill)"),
 		policy:         addPolicyFlags(fs, policy),
 		every:          fs.Int("checkpoint-every", run.CheckpointEvery, "iterations between checkpoints"),
 		seed:           fs.Uint64("seed", seed, "seed of every random choice"),
 		quiet:          fs.Bool("quiet", false, "no progress bar"),
-		absorbingFalls: fs.Bool("absorbing-falls", absorbingFalls, absorbingFallsUsage),
+		absorbingFalls: fs.Bool("absorbing-falls", value.AbsorbingFalls, absorbingFallsUsage),
+		refreshRows:    addRefreshRowsFlag(fs, value.RefreshRows),
 	}
+}
+
+// addRefreshRowsFlag defines --refresh-rows (dice.ValueConfig.RefreshRows) with a method's default.
+func addRefreshRowsFlag(fs *flag.FlagSet, def int) *int {
+	return fs.Int("refresh-rows", def, "rows whose V each iteration's weight pass re-evaluates, in turn (0: every row)")
+}
+
+// applyLearners sets the value and policy learners' batch, falls and weight pass to the flags'.
+func (f *trainingFlags) applyLearners(v *dice.ValueConfig, p *wbc.Config) {
+	v.Batch, v.InitBatch, p.Batch = *f.batch, *f.batch, *f.batch
+	v.AbsorbingFalls, v.RefreshRows = *f.absorbingFalls, *f.refreshRows
+	f.policy.apply(p)
 }
 
 // policyFlags are the policy learner's Adam rate, parameter averaging and mixture head
@@ -184,9 +201,9 @@ func (f *trainingFlags) check() error {
 	switch {
 	case *f.offline == "" || *f.out == "":
 		return usagef("--offline and --out are required")
-	case *f.iters < 0 || *f.discSteps < 0 || *f.valueSteps < 0 || *f.policySteps < 0 || *f.batch <= 0 || *f.every <= 0:
-		return usagef("--iters %d, --disc-steps %d, --value-steps %d, --policy-steps %d, --batch %d, --checkpoint-every %d: want non-negative counts and a positive batch and period",
-			*f.iters, *f.discSteps, *f.valueSteps, *f.policySteps, *f.batch, *f.every)
+	case *f.iters < 0 || *f.discSteps < 0 || *f.valueSteps < 0 || *f.policySteps < 0 || *f.refreshRows < 0 || *f.batch <= 0 || *f.every <= 0:
+		return usagef("--iters %d, --disc-steps %d, --value-steps %d, --policy-steps %d, --refresh-rows %d, --batch %d, --checkpoint-every %d: want non-negative counts and a positive batch and period",
+			*f.iters, *f.discSteps, *f.valueSteps, *f.policySteps, *f.refreshRows, *f.batch, *f.every)
 	}
 	if err := f.policy.check(); err != nil {
 		return err
@@ -222,7 +239,7 @@ func (f *trainingFlags) load(stdout io.Writer) (*prep.Data, error) {
 func runTrainSMODICE(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	def := smodice.DefaultConfig()
 	fs := newFlagSet("train smodice", trainSMODICEUsage, stderr)
-	tf := addTrainingFlags(fs, def.Run, def.DiscSteps, def.Value.Batch, def.ValueSteps, def.PolicySteps, def.Policy, def.Seed, def.Value.AbsorbingFalls)
+	tf := addTrainingFlags(fs, def.Run, def.DiscSteps, def.Value, def.ValueSteps, def.PolicySteps, def.Policy, def.Seed)
 	resume := fs.Bool("resume", false, "continue the run in --out from its checkpoint")
 	checkRollouts := fs.Int("check-rollouts", -1, checkRolloutsUsage("each checkpoint's policy; the bank is the best-judged one"))
 	if err := parseFlags(fs, args, 0); err != nil {
@@ -236,15 +253,13 @@ func runTrainSMODICE(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	cfg := def
 	cfg.Run, cfg.DiscSteps, cfg.Seed = tf.settings(), *tf.discSteps, *tf.seed
-	cfg.Value.Batch, cfg.Value.InitBatch, cfg.Policy.Batch = *tf.batch, *tf.batch, *tf.batch
-	cfg.Value.AbsorbingFalls = *tf.absorbingFalls
 	cfg.ValueSteps, cfg.PolicySteps = *tf.valueSteps, *tf.policySteps
+	tf.applyLearners(&cfg.Value, &cfg.Policy)
 
 	data, err := tf.load(stdout)
 	if err != nil {
 		return err
 	}
-	tf.policy.apply(&cfg.Policy)
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	opt := trainrun.Options{Dir: *tf.out, Resume: *resume, Progress: stderr, Quiet: *tf.quiet, Logger: log}
 	checker, err := newChecker(data, *checkRollouts)

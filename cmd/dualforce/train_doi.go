@@ -48,7 +48,7 @@ if given, must name the run it started with.
 func runTrainDOI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	def := doi.DefaultConfig()
 	fs := newFlagSet("train doi", trainDOIUsage, stderr)
-	tf := addTrainingFlags(fs, def.Run, def.DiscSteps, def.Value.Batch, def.ValueSteps, def.PolicySteps, def.Policy, def.Seed, def.Value.AbsorbingFalls)
+	tf := addTrainingFlags(fs, def.Run, def.DiscSteps, def.Value, def.ValueSteps, def.PolicySteps, def.Policy, def.Seed)
 	nSkills := fs.Int("skills", def.Skills, "number of skills n")
 	eps := fs.Float64("eps", def.Epsilon, "constraint bound eps on phi_z (paper: locomotion 4, navigation 1)")
 	disdain := fs.Float64("disdain", 0, "weight of the DISDAIN bonus (0: plain DOI)")
@@ -64,9 +64,8 @@ func runTrainDOI(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	cfg := def
 	cfg.Run, cfg.DiscSteps, cfg.Seed, cfg.Skills = tf.settings(), *tf.discSteps, *tf.seed, *nSkills
-	cfg.Value.Batch, cfg.Value.InitBatch, cfg.Policy.Batch = *tf.batch, *tf.batch, *tf.batch
-	cfg.Value.AbsorbingFalls = *tf.absorbingFalls
 	cfg.ValueSteps, cfg.PolicySteps, cfg.Epsilon, cfg.FixedMu = *tf.valueSteps, *tf.policySteps, *eps, *dagger
+	tf.applyLearners(&cfg.Value, &cfg.Policy)
 	if *disdain > 0 {
 		cfg.DISDAIN, cfg.Ensemble = *disdain, *ensemble
 	}
@@ -74,7 +73,6 @@ func runTrainDOI(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	tf.policy.apply(&cfg.Policy)
 	var expertCk *smodice.Checkpoint
 	if *expertRun != "" {
 		if expertCk, err = smodice.Read(filepath.Join(*expertRun, trainrun.CheckpointFile)); err != nil {

@@ -102,9 +102,13 @@ func TestTrainResumeExport(t *testing.T) {
 	// --absorbing-falls=false (the spec's terminal value) reaches the value learner's
 	// configuration the run keeps.
 	spec := filepath.Join(dir, "spec")
-	mustRun(t, append(common, "--out", spec, "--iters", "1", "--absorbing-falls=false")...)
-	if ck, err := smodice.Read(filepath.Join(spec, trainrun.CheckpointFile)); err != nil || ck.Config.Value.AbsorbingFalls {
-		t.Fatalf("--absorbing-falls=false run: %v, stored absorbing falls true", err)
+	// and --refresh-rows (default 0 for SMODICE: every row every pass) too.
+	mustRun(t, append(common, "--out", spec, "--iters", "1", "--absorbing-falls=false", "--refresh-rows", "3000")...)
+	if ck, err := smodice.Read(filepath.Join(spec, trainrun.CheckpointFile)); err != nil || ck.Config.Value.AbsorbingFalls || ck.Config.Value.RefreshRows != 3000 {
+		t.Fatalf("--absorbing-falls=false --refresh-rows 3000 run: %v, stored %+v", err, ck.Config.Value)
+	}
+	if ck, err := smodice.Read(filepath.Join(straight, trainrun.CheckpointFile)); err != nil || ck.Config.Value.RefreshRows != 0 {
+		t.Fatalf("default run: %v, refresh rows %d (want every row)", err, ck.Config.Value.RefreshRows)
 	}
 }
 
@@ -184,6 +188,8 @@ func TestTrainingCommandsRefuseBadInput(t *testing.T) {
 		{"unknown method", []string{"train", "ppo"}, 2, "unknown training method"},
 		{"no out", []string{"train", "smodice", "--offline", data}, 2, "--offline and --out are required"},
 		{"zero batch", []string{"train", "smodice", "--offline", data, "--out", run, "--batch", "0"}, 2, "positive batch"},
+		{"negative refresh rows", []string{"train", "smodice", "--offline", data, "--out", run, "--refresh-rows", "-1"}, 2, "--refresh-rows -1"},
+		{"doi: negative refresh rows", []string{"train", "doi", "--offline", data, "--out", run, "--refresh-rows", "-1"}, 2, "--refresh-rows -1"},
 		{"missing file", []string{"train", "smodice", "--offline", filepath.Join(dir, "nope.npz"), "--out", run}, 1, "no such file"},
 		{"missing expert", []string{"train", "smodice", "--offline", data, "--expert", data + ".none", "--out", run}, 1, "no such file"},
 		{"offline file as expert", []string{"train", "smodice", "--offline", data, "--expert", data, "--out", run}, 1, "kind"},
