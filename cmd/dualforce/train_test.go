@@ -99,10 +99,9 @@ func TestTrainResumeExport(t *testing.T) {
 		t.Fatalf("default run: %v, absorbing falls %v (want SMODICE's default, absorbing)", err, err == nil && ck.Config.Value.AbsorbingFalls)
 	}
 
-	// --absorbing-falls=false (the spec's terminal value) reaches the value learner's
-	// configuration the run keeps.
+	// --absorbing-falls=false (the spec's terminal value) and --refresh-rows reach the value
+	// learner's configuration the run keeps; SMODICE's default refresh is 0, every row.
 	spec := filepath.Join(dir, "spec")
-	// and --refresh-rows (default 0 for SMODICE: every row every pass) too.
 	mustRun(t, append(common, "--out", spec, "--iters", "1", "--absorbing-falls=false", "--refresh-rows", "3000")...)
 	if ck, err := smodice.Read(filepath.Join(spec, trainrun.CheckpointFile)); err != nil || ck.Config.Value.AbsorbingFalls || ck.Config.Value.RefreshRows != 3000 {
 		t.Fatalf("--absorbing-falls=false --refresh-rows 3000 run: %v, stored %+v", err, ck.Config.Value)

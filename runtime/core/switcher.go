@@ -250,7 +250,7 @@ func (s *Switcher) setRoute(w *where) {
 func (s *Switcher) blocked(hm *[skills.HeightMapPoints]float32, w *where) corebus.Routes {
 	ux, uy := s.dir[0], s.dir[1]
 	sin, cos := math.Sincos(w.Yaw)
-	var r, besideLine corebus.Routes
+	var r, inCorridor corebus.Routes
 	ground := hm[s.centre]
 	for i, ahead := range s.ahead {
 		if !ahead || float64(hm[i]-ground) <= s.cfg.Clearance {
@@ -264,17 +264,17 @@ func (s *Switcher) blocked(hm *[skills.HeightMapPoints]float32, w *where) corebu
 		case lateral < -corridor:
 			r |= corebus.RouteRight
 		case lateral > 0:
-			besideLine |= corebus.RouteLeft
+			inCorridor |= corebus.RouteLeft
 		case lateral < 0:
-			besideLine |= corebus.RouteRight
+			inCorridor |= corebus.RouteRight
 		default:
-			besideLine |= corebus.RouteLeft | corebus.RouteRight
+			inCorridor |= corebus.RouteLeft | corebus.RouteRight
 		}
 	}
-	if besideLine == corebus.RouteLeft|corebus.RouteRight {
+	if inCorridor == corebus.RouteLeft|corebus.RouteRight {
 		return r | corebus.RouteOver
 	}
-	return r | besideLine
+	return r | inCorridor
 }
 
 // next decides whether the running bank skill gives way, and to which latent. The report says
