@@ -77,7 +77,7 @@ func TestBlockedSortsWallsByTheLine(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		base where // the run starts at the origin, the goal 3 m ahead
+		base where // the base; the run started at the origin, the goal 3 m ahead
 		wall func(x, y float64) bool
 		want corebus.Routes
 	}{
@@ -104,9 +104,7 @@ func TestBlockedSortsWallsByTheLine(t *testing.T) {
 					hm[i] += 0.6
 				}
 			}
-			base := tc.base
-			base.GoalX = 3
-			if got := s.blocked(&hm, &base); got != tc.want {
+			if got := s.blocked(&hm, &tc.base); got != tc.want {
 				t.Errorf("blocked %v, want %v", got.Names(), tc.want.Names())
 			}
 		})
