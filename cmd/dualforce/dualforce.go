@@ -196,9 +196,7 @@ func runTrainDualForce(ctx context.Context, args []string, stdout, stderr io.Wri
 		cfg.Loop.Eps = *eps
 	}
 	cfg.Value.Hidden, cfg.Policy.Hidden = []int{*hidden, *hidden}, []int{*hidden, *hidden}
-	cfg.Value.Batch, cfg.Value.InitBatch, cfg.Policy.Batch = *batch, *batch, *batch
-	cfg.Value.AbsorbingFalls, cfg.Value.RefreshRows = *absorbingFalls, *refreshRows
-	policy.apply(&cfg.Policy)
+	applyLearners(&cfg.Value, &cfg.Policy, *batch, *absorbingFalls, *refreshRows, policy)
 	in := dfloop.TrainInputs{RE: rE, LatentDim: dims.Latent, BankFRE: enc,
 		Encoder: func(_ int, rng *rand.Rand) (dfloop.Encoder, error) {
 			return dfloop.NewFREEncoder(&enc.Net, data.Offline.Obs, data.Offline.ObsDim, *subsets, tokens, rng)

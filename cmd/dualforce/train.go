@@ -149,9 +149,15 @@ func addRefreshRowsFlag(fs *flag.FlagSet, def int) *int {
 
 // applyLearners sets the value and policy learners' batch, falls and weight pass to the flags'.
 func (f *trainingFlags) applyLearners(v *dice.ValueConfig, p *wbc.Config) {
-	v.Batch, v.InitBatch, p.Batch = *f.batch, *f.batch, *f.batch
-	v.AbsorbingFalls, v.RefreshRows = *f.absorbingFalls, *f.refreshRows
-	f.policy.apply(p)
+	applyLearners(v, p, *f.batch, *f.absorbingFalls, *f.refreshRows, f.policy)
+}
+
+// applyLearners sets the flags every method's value and policy learners share (train
+// dualforce's too, which defines them beside its own).
+func applyLearners(v *dice.ValueConfig, p *wbc.Config, batch int, absorbingFalls bool, refreshRows int, policy *policyFlags) {
+	v.Batch, v.InitBatch, p.Batch = batch, batch, batch
+	v.AbsorbingFalls, v.RefreshRows = absorbingFalls, refreshRows
+	policy.apply(p)
 }
 
 // policyFlags are the policy learner's Adam rate, parameter averaging and mixture head
