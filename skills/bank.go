@@ -249,6 +249,17 @@ func (l *Latent) validate(slots, latentDim, featDim int) error {
 	return nil
 }
 
+// AfterSwitchSuffix ends the name under which a latent's goal rate after a switch is kept:
+// the share of the runs that reached the goal among those in which the runtime, finding the
+// running skill's way blocked, switched to this latent. Its prefix is the evaluation world
+// matching what was blocked (the world the switcher ranks candidates by). A rate measured
+// from the episode's start says how a skill does from where the robot starts; the runtime
+// switches beside a fence, mid-stride, in front of the box, where it may do quite otherwise.
+const AfterSwitchSuffix = "_after_switch"
+
+// AfterSwitchWorld names the goal rates after a switch made because of what blocks in world.
+func AfterSwitchWorld(world string) string { return world + AfterSwitchSuffix }
+
 // goalRateWorlds lists, sorted, every world some latent has a goal rate in.
 func (b *Bank) goalRateWorlds() []string {
 	seen := make(map[string]bool)

@@ -68,13 +68,15 @@ func (b *Bank) Best() (Skill, error) {
 // Ranked orders the latents' indices by what evaluation measured: those measured (online
 // return recorded) and not filtered out first, then those that failed the filter, then the
 // unmeasured in bank order. Within the first two groups, a bank with goal rates (navigation)
-// ranks by the mean goal rate over every world the bank has rates for (a world a latent was not
-// measured in counts as 0), because reaching the goal is the task and the return only shapes
-// it; then, and in a bank without goal rates, by the highest return. Ties keep bank order.
+// ranks by the mean goal rate over every world the bank has rates from the start for (a world
+// a latent was not measured in counts as 0; rates after a switch, AfterSwitchWorld, are not
+// counted: a start is not a switch), because reaching the goal is the task and the return only
+// shapes it; then, and in a bank without goal rates, by the highest return. Ties keep bank
+// order.
 func (b *Bank) Ranked() []int {
 	order := make([]int, len(b.Latents))
 	goal := make([]float64, len(b.Latents))
-	worlds := b.goalRateWorlds()
+	worlds := slices.DeleteFunc(b.goalRateWorlds(), func(w string) bool { return strings.HasSuffix(w, AfterSwitchSuffix) })
 	for i := range order {
 		order[i] = i
 		for _, w := range worlds {

@@ -144,6 +144,11 @@ func TestBest(t *testing.T) {
 	if s, err := b.Best(); err != nil || s.Index != 4 {
 		t.Errorf("navigation bank, a tie at 0.5: Best = latent %d, %v; want 4 (return 70 over 50)", s.Index, err)
 	}
+	// Rates after a switch do not rank a start: counted, latent 1's would outweigh the tie.
+	b.Latents[1].Info.GoalRate[AfterSwitchWorld("obstacle_fenced")] = 1
+	if s, err := b.Best(); err != nil || s.Index != 4 {
+		t.Errorf("navigation bank with a rate after a switch: Best = latent %d, %v; want 4 (the start rates tie at 0.5)", s.Index, err)
+	}
 	for i := range b.Latents {
 		b.Latents[i].Info.OnlineReturn = nil
 		b.Latents[i].Info.Skill = 1

@@ -71,6 +71,18 @@ passed_filter, and for navigation each latent's goal rate in the world it ran in
 --fences, in each fenced world (latents.goal_rate.<world>: what the runtime's skill switching
 ranks candidates by). A --world file must then be named with letters, digits, '_' and '-'.
 
+--after-switch (navigation, with --fences) measures what the runtime's switcher most needs to
+know: how each evaluated latent does when the runtime switches to it, from where it switches
+(beside a fence, stuck in front of the box, mid-stride) rather than from the start. For the
+task's world and each fenced world, and each latent the runtime could switch to there (it
+passed, has a route, not the start latent's, not on a fenced side), --rollouts runs start
+the latent the runtime starts with ("best", as measured above) with switching on and that
+latent the only other one to switch to; the runs that switched say whether it then reached the
+goal. eval.json keeps the counts (after_switch), the summary prints them, and --write-bank
+writes each latent's share under latents.goal_rate.<world>_after_switch where at least 5 runs
+switched to it: the switcher ranks a candidate by that share where the bank has it, by its
+rate from the start where not. It adds about as many rollouts as --fences.
+
 --obs-clip C runs every bank (the expert's too) with its standardised observations clamped to
 +-C (skills.Stats.Clip): a wall in the height map that the data never showed is tens of
 standard deviations out and can throw a policy off; clamped, it reaches the networks at the edge
@@ -104,6 +116,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	noise := fs.Bool("noise", false, "simulate sensor noise (encoders, IMU, mocap)")
 	discount := fs.Float64("sf-discount", 1, "weight of state k in the online SFs is discount^k (1: the episode mean)")
 	fences := fs.Bool("fences", false, "navigation: also run every latent in the fenced worlds (left, right, both) and record goal rates per world")
+	afterSwitch := fs.Bool("after-switch", false, "navigation, with --fences: also measure each latent's goal rate after the runtime switches to it from its start latent")
 	latents := fs.String("latents", "", "evaluate these latents: comma-separated bank indices, or \"best\" (the runtime's start)")
 	maxLatents := fs.Int("max-latents", 0, "evaluate at most this many of the bank's latents, spread evenly over skills and iterations (0: all)")
 	paths := fs.Int("paths", 2, "rollouts per latent whose base path eval.json keeps (for dualforce report)")
@@ -123,6 +136,8 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return usagef("--latents and --max-latents: give one")
 	case *fences && *task != collect.TaskNavigation:
 		return usagef("--fences is the navigation robustness experiment")
+	case *afterSwitch && (!*fences || *switching):
+		return usagef("--after-switch needs --fences (the start latent is chosen by its fenced rates) and measures the latents alone first (no --switching)")
 	case !(*seconds >= 0) || math.IsInf(*seconds, 0):
 		return usagef("--seconds %v", *seconds)
 	case !(*filter >= 0) || math.IsInf(*filter, 0):
@@ -192,7 +207,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
 	}
-	cfg.Progress = evalProgress(stderr, len(subjects)**rollouts, *task, *quiet)
+	cfg.Progress = evalProgress(stderr, *task, *quiet)
 	res, err := eval.Evaluate(ctx, cfg, subjects)
 	if errors.Is(err, eval.ErrConfig) {
 		return fmt.Errorf("%w: %w", errUsage, err)
@@ -207,8 +222,22 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	var worldRuns []eval.WorldRun
 	if *fences {
-		cfg.Progress = evalProgress(stderr, len(subjects)**rollouts, *task+" (fences)", *quiet)
+		cfg.Progress = evalProgress(stderr, *task+" (fences)", *quiet)
 		if worldRuns, err = eval.Robustness(ctx, cfg, subjects, res, eval.FenceWorlds); err != nil {
+			return err
+		}
+	}
+	// The bank as measured so far: what the runtime would start and switch with.
+	updated, err := eval.WithOnlineResults(bank, subjects, res)
+	if err != nil {
+		return err
+	}
+	if *afterSwitch {
+		cfg.Progress = evalProgress(stderr, *task+" (after a switch)", *quiet)
+		if res.AfterSwitch, err = eval.AfterSwitch(ctx, cfg, updated, eval.AfterSwitchWorlds); err != nil {
+			return err
+		}
+		if updated, err = eval.WithAfterSwitchRates(updated, res.AfterSwitch); err != nil {
 			return err
 		}
 	}
@@ -236,12 +265,14 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			throughput(w.World, w.PolicySteps, w.Ticks, w.Seconds)
 		}
 	}
+	if a := res.AfterSwitch; a != nil {
+		printAfterSwitch(stdout, a)
+		for _, w := range a.Runs {
+			throughput(w.World+" (after a switch)", w.PolicySteps, w.Ticks, w.Seconds)
+		}
+	}
 	fmt.Fprintf(stdout, "wrote %s and %s\n", jsonPath, pngPath)
 	if *writeBank != "" {
-		updated, err := eval.WithOnlineResults(bank, subjects, res)
-		if err != nil {
-			return err
-		}
 		if err := saveBank(*writeBank, updated); err != nil {
 			return err
 		}
@@ -251,21 +282,30 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
 // evalProgress is a progress bar on a terminal, and a line per tenth of the rollouts elsewhere
-// (a log file should not fill with carriage returns).
-func evalProgress(w io.Writer, total int, task string, quiet bool) func(done, total int) {
+// (a log file should not fill with carriage returns). A count that starts again (the next
+// world of --fences) starts a new bar.
+func evalProgress(w io.Writer, task string, quiet bool) func(done, total int) {
 	if quiet {
 		return nil
 	}
-	if bar := metrics.NewBar(w, total, 0, "eval "+task, false); bar != nil {
-		return func(done, _ int) {
+	var (
+		bar         *metrics.Bar
+		start       time.Time
+		last, tenth int
+	)
+	return func(done, total int) {
+		if done <= last || start.IsZero() {
+			start, tenth = time.Now(), 0
+			bar = metrics.NewBar(w, total, 0, "eval "+task, false)
+		}
+		last = done
+		if bar != nil {
 			bar.Set(done)
 			if done == total {
 				bar.Finish()
 			}
+			return
 		}
-	}
-	start, tenth := time.Now(), 0
-	return func(done, _ int) {
 		if 10*done/total > tenth {
 			tenth = 10 * done / total
 			fmt.Fprintf(w, "eval %s: %d of %d rollouts after %v\n", task, done, total, time.Since(start).Round(time.Second))
@@ -279,6 +319,24 @@ var sensorNoise = sim.Noise{
 	EncoderStd: 1e-3, VelocityStd: 0.05, CurrentStd: 0.02,
 	AccelStd: 0.05, GyroStd: 5e-3, AttitudeStd: 2e-3,
 	MocapPosStd: 1e-3, MocapYawStd: 2e-3,
+}
+
+// printAfterSwitch is the table of goal rates after a switch.
+func printAfterSwitch(w io.Writer, a *eval.AfterSwitchResult) {
+	fmt.Fprintf(w, "\ngoal after a switch from latent %d (the runtime's start; %d runs per candidate and world, %d candidates)\n",
+		a.Start, a.RolloutsPerPair, len(a.Candidates))
+	if len(a.Rates) == 0 {
+		fmt.Fprintln(w, "no run switched")
+		return
+	}
+	fmt.Fprintf(w, "%-8s %-22s %9s %6s %6s %7s\n", "latent", "blocked as in", "switched", "goal", "fell", "rate")
+	for _, r := range a.Rates {
+		note := ""
+		if r.Switches < eval.MinAfterSwitch {
+			note = fmt.Sprintf("  (under %d switches: not written into a bank)", eval.MinAfterSwitch)
+		}
+		fmt.Fprintf(w, "%-8d %-22s %9d %6d %6d %6.0f%%%s\n", r.Latent, r.World, r.Switches, r.Goal, r.Fell, 100*r.Rate(), note)
+	}
 }
 
 // printWorldGoalRates is the fence table: every subject's goal rate per world.

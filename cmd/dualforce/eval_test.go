@@ -112,6 +112,50 @@ func TestEvalWritesGoalRatesIntoTheBank(t *testing.T) {
 	}
 }
 
+// eval --latents 0 --fences --after-switch --write-bank on two standing latents, the second
+// tagged "left": the runtime starts the first (the one measured), which reaches no goal and is
+// given no route, gives up on it after the stall time and switches to the left one wherever the
+// left is not fenced (the task's world and the right fenced one), and the bank gets the left
+// latent's goal rate after those switches (0), under the world matching what blocked (nothing
+// known: the unfenced world).
+func TestEvalMeasuresGoalRatesAfterASwitch(t *testing.T) {
+	dir := t.TempDir()
+	nav := skillstest.Contract(t, skills.Navigation171())
+	nav.Kp, nav.Kd, nav.EpisodeSeconds = collect.Kp, collect.Kd, 12
+	bankPath, written, out := filepath.Join(dir, "nav.npz"), filepath.Join(dir, "evaluated.npz"), filepath.Join(dir, "out")
+	var still [skills.NumJoints]float32
+	bank := skillstest.ConstantSlots(t, nav, still, still)
+	bank.Latents[1].Info.Tags = []string{eval.TagLeft}
+	if err := skills.WriteBank(bankPath, bank); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := dualforce("eval", "--bank", bankPath, "--task", "navigation", "--latents", "0", "--fences", "--after-switch", "--rollouts", "3",
+		"--seconds", "4", "--out", out, "--write-bank", written, "--quiet")
+	if code != 0 {
+		t.Fatalf("eval exited %d: %s", code, stderr)
+	}
+	t.Log(stdout)
+	if !strings.Contains(stdout, "goal after a switch from latent 0") {
+		t.Errorf("no table of goal rates after a switch in the summary")
+	}
+	res, err := eval.ReadResult(filepath.Join(out, "eval.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []eval.AfterSwitchRate{{Latent: 1, World: "obstacle", Switches: 6}}
+	if a := res.AfterSwitch; a == nil || a.Start != 0 || !slices.Equal(a.Candidates, []int{1}) || !slices.Equal(a.Rates, want) {
+		t.Fatalf("eval.json after_switch %+v, want from latent 0 to [1]: %+v", a, want)
+	}
+	back, err := skills.ReadBank(written)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := back.Latents[1].Info.GoalRate["obstacle_after_switch"]; !ok || r != 0 || len(back.Latents[0].Info.GoalRate) != 4 {
+		t.Fatalf("bank written back: goal rates %v and %v; want the left latent's rate after a switch (0), the start latent's four from the start",
+			back.Latents[0].Info.GoalRate, back.Latents[1].Info.GoalRate)
+	}
+}
+
 func TestEvalUsage(t *testing.T) {
 	dir := t.TempDir()
 	nav := skillstest.Contract(t, skills.Navigation171())
@@ -141,6 +185,8 @@ func TestEvalUsage(t *testing.T) {
 		{[]string{"eval", "--bank", filepath.Join(dir, "missing.npz"), "--task", "navigation"}, 1, "missing.npz"},
 		{[]string{"eval", "--bank", navPath, "--task", "navigation", "--world", spaced, "--write-bank", filepath.Join(dir, "w.npz")}, 2, `"my obstacle"`},
 		{[]string{"eval", "--bank", navPath, "--task", "navigation", "--latents", "0", "--max-latents", "3"}, 2, "give one"},
+		{[]string{"eval", "--bank", navPath, "--task", "navigation", "--after-switch"}, 2, "--after-switch needs --fences"},
+		{[]string{"eval", "--bank", navPath, "--task", "navigation", "--after-switch", "--fences", "--switching"}, 2, "no --switching"},
 		{[]string{"eval", "--bank", navPath, "--task", "navigation", "--latents", "1", "--out", filepath.Join(dir, "l1")}, 2, `"1" is not a latent index of this bank (0 to 0)`},
 		{[]string{"eval", "--bank", navPath, "--task", "navigation", "--latents", "0,x", "--out", filepath.Join(dir, "lx")}, 2, `"x" is not a latent index`},
 	} {

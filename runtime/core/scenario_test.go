@@ -186,12 +186,14 @@ func measuredBank(t testing.TB, b *skills.Bank, m core.Measured) *skills.Bank {
 		info := &out.Latents[i].Info
 		passed := m.Passed(i)
 		info.PassedFilter, info.Tags, info.OnlinePsi = &passed, m.Route(i).Names(), m.OnlinePsi(i)
-		for _, w := range []string{core.WorldObstacle, core.WorldFenceLeft, core.WorldFenceRight, core.WorldFenced} {
-			if rate, ok := m.Success(i, w); ok {
-				if info.GoalRate == nil {
-					info.GoalRate = map[string]float32{}
+		for _, world := range []string{core.WorldObstacle, core.WorldFenceLeft, core.WorldFenceRight, core.WorldFenced} {
+			for _, w := range []string{world, skills.AfterSwitchWorld(world)} {
+				if rate, ok := m.Success(i, w); ok {
+					if info.GoalRate == nil {
+						info.GoalRate = map[string]float32{}
+					}
+					info.GoalRate[w] = float32(rate)
 				}
-				info.GoalRate[w] = float32(rate)
 			}
 		}
 	}
@@ -405,6 +407,9 @@ func describe(ev *corebus.Event) string {
 			s += fmt.Sprintf("\n          trigger=%s blocked=%v world=%s considered=%d chosen=%q", r.Trigger, r.Blocked.Names(), r.World, r.Considered, r.Chosen)
 			for _, c := range r.Listed() {
 				s += fmt.Sprintf("\n          candidate %d success=%s sf_distance=%s", c.Index, num(c.Success), num(c.Distance))
+				if c.AfterSwitch {
+					s += " (success after a switch)"
+				}
 			}
 		}
 		return s

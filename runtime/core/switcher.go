@@ -68,7 +68,8 @@ type Measured interface {
 	// Route is the route the latent was measured to take past an obstacle: one of
 	// corebus.RouteLeft, RouteRight, RouteOver, or 0 when unknown.
 	Route(latent int) corebus.Routes
-	// Success is the latent's measured goal-reach rate in the named evaluation world.
+	// Success is the latent's measured goal-reach rate in the named evaluation world, or, under
+	// skills.AfterSwitchWorld of its name, after a switch made because of what blocks there.
 	Success(latent int, world string) (rate float64, ok bool)
 	// OnlinePsi is the latent's successor features measured in rollouts, nil when not measured.
 	OnlinePsi(latent int) []float32
@@ -77,8 +78,9 @@ type Measured interface {
 // LatentMeasures reads Measured from b's latent metadata: the filter's verdict (a latent never
 // filtered counts as passed, so an unevaluated bank still runs), the route from a "left",
 // "right" or "over" tag (dualforce eval writes the measured route as one), the goal-reach rate
-// per evaluation world (skills.LatentInfo.GoalRate; unknown in a world the latent was not
-// evaluated in, and always in a format v1 bank), and the online successor features.
+// per evaluation world and after a switch there (skills.LatentInfo.GoalRate; unknown in a world
+// the latent was not evaluated in, and always in a format v1 bank), and the online successor
+// features.
 func LatentMeasures(b *skills.Bank) Measured { return latentMeasures{b} }
 
 type latentMeasures struct{ b *skills.Bank }
@@ -119,20 +121,29 @@ const (
 
 // MatchingWorld names the evaluation world whose fences block what blocked blocks.
 func MatchingWorld(blocked corebus.Routes) string {
+	w, _ := matchingWorlds(blocked)
+	return w
+}
+
+// matchingWorlds names the evaluation world whose fences block what blocked blocks, and the
+// goal rates after a switch made there (skills.AfterSwitchWorld; constants: the control path
+// does not allocate).
+func matchingWorlds(blocked corebus.Routes) (world, afterSwitch string) {
 	switch blocked & (corebus.RouteLeft | corebus.RouteRight) {
 	case corebus.RouteLeft | corebus.RouteRight:
-		return WorldFenced
+		return WorldFenced, WorldFenced + skills.AfterSwitchSuffix
 	case corebus.RouteLeft:
-		return WorldFenceLeft
+		return WorldFenceLeft, WorldFenceLeft + skills.AfterSwitchSuffix
 	case corebus.RouteRight:
-		return WorldFenceRight
+		return WorldFenceRight, WorldFenceRight + skills.AfterSwitchSuffix
 	}
-	return WorldObstacle
+	return WorldObstacle, WorldObstacle + skills.AfterSwitchSuffix
 }
 
 // Why a candidate won, as reported in SwitchReport.Chosen.
 const (
 	chosenSuccess     = "highest measured success in the matching world"
+	chosenAfterSwitch = "highest measured success after a switch in the matching world"
 	chosenSuccessTie  = "tied on measured success: farthest in SF space from the stuck skill"
 	chosenDistance    = "no success measured: farthest in SF space from the stuck skill"
 	chosenBankOrder   = "nothing measured: first clear route in bank order"
@@ -304,7 +315,9 @@ func (s *Switcher) next(now time.Duration, m Measured, latents int, active coreb
 		return 0, keepSkill
 	}
 	blocked := s.seen
-	rep.Blocked, rep.World = blocked, MatchingWorld(blocked)
+	var afterSwitch string
+	rep.Blocked = blocked
+	rep.World, afterSwitch = matchingWorlds(blocked)
 	rep.Considered, rep.Chosen = 0, ""
 	stuck := m.OnlinePsi(active.Index)
 	for i := range latents {
@@ -313,7 +326,11 @@ func (s *Switcher) next(now time.Duration, m Measured, latents int, active coreb
 			continue
 		}
 		cand := corebus.Candidate{Index: int32(i), Success: float32(math.NaN()), Distance: float32(math.NaN())}
-		if rate, ok := m.Success(i, rep.World); ok {
+		// Measured after a switch is measured where the candidate would take over; a rate from
+		// the start stands in where that was not measured.
+		if rate, ok := m.Success(i, afterSwitch); ok {
+			cand.Success, cand.AfterSwitch = float32(rate), true
+		} else if rate, ok := m.Success(i, rep.World); ok {
 			cand.Success = float32(rate)
 		}
 		if psi := m.OnlinePsi(i); psi != nil && len(psi) == len(stuck) {
@@ -337,8 +354,9 @@ func (s *Switcher) next(now time.Duration, m Measured, latents int, active coreb
 	return int(rep.Candidates[0].Index), switchSkill
 }
 
-// better ranks a over b: higher measured success, then farther from the stuck skill in SF
-// space; measured beats unmeasured; bank order breaks ties (candidates arrive in it).
+// better ranks a over b: higher measured success (after a switch or from the start, whichever
+// the candidate has: Candidate.Success), then farther from the stuck skill in SF space;
+// measured beats unmeasured; bank order breaks ties (candidates arrive in it).
 func better(a, b *corebus.Candidate) bool {
 	as, bs := !isNaN32(a.Success), !isNaN32(b.Success)
 	if as != bs {
@@ -373,8 +391,11 @@ func whyChosen(rep *corebus.SwitchReport) string {
 	best := &rep.Candidates[0]
 	switch {
 	case !isNaN32(best.Success):
-		if rep.Considered > 1 && rep.Candidates[1].Success == best.Success {
+		switch {
+		case rep.Considered > 1 && rep.Candidates[1].Success == best.Success:
 			return chosenSuccessTie
+		case best.AfterSwitch:
+			return chosenAfterSwitch
 		}
 		return chosenSuccess
 	case !isNaN32(best.Distance):

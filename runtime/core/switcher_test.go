@@ -60,6 +60,9 @@ func TestMatchingWorld(t *testing.T) {
 		if got := MatchingWorld(blocked); got != want {
 			t.Errorf("blocked %v: %s, want %s", blocked.Names(), got, want)
 		}
+		if _, after := matchingWorlds(blocked); after != skills.AfterSwitchWorld(want) {
+			t.Errorf("blocked %v: rates after a switch under %s, want %s", blocked.Names(), after, skills.AfterSwitchWorld(want))
+		}
 	}
 }
 

@@ -109,8 +109,10 @@ const MaxReportedCandidates = 8
 // Candidate is one latent the core weighed for a switch.
 type Candidate struct {
 	Index int32 // bank latent
-	// Success is the measured success rate in SwitchReport.World, NaN when not measured.
-	Success float32
+	// Success is the measured success rate in SwitchReport.World, NaN when not measured:
+	// after a switch there (AfterSwitch) where evaluation measured that, else from the start.
+	Success     float32
+	AfterSwitch bool
 	// Distance is the successor-feature distance from the stuck skill, NaN when either lacks SFs.
 	Distance float32
 }

@@ -83,6 +83,9 @@ type SwitchCandidate struct {
 	Index      int     `json:"index"`
 	Success    *Number `json:"success,omitempty"`     // measured success rate in World
 	SFDistance *Number `json:"sf_distance,omitempty"` // from the stuck skill
+	// AfterSwitch: Success was measured in runs that switched to this skill there, not from
+	// the episode's start.
+	AfterSwitch bool `json:"after_switch,omitempty"`
 }
 
 func switchWhy(r *corebus.SwitchReport) *SwitchWhy {
@@ -99,7 +102,7 @@ func switchWhy(r *corebus.SwitchReport) *SwitchWhy {
 		return &n
 	}
 	for _, c := range r.Listed() {
-		out.Candidates = append(out.Candidates, SwitchCandidate{Index: int(c.Index), Success: opt(c.Success), SFDistance: opt(c.Distance)})
+		out.Candidates = append(out.Candidates, SwitchCandidate{Index: int(c.Index), Success: opt(c.Success), SFDistance: opt(c.Distance), AfterSwitch: c.AfterSwitch})
 	}
 	return out
 }

@@ -69,7 +69,7 @@ func TestSwitchAndRecallPayloads(t *testing.T) {
 	cat := &corebus.Catalogue{Skills: []corebus.Skill{{Index: 0, Name: "over"}, {Index: 2, Name: "right", Tags: []string{"right"}}}}
 	rep := corebus.SwitchReport{Trigger: corebus.TriggerObstacle, Blocked: corebus.RouteLeft, World: "obstacle_fence_left",
 		Considered: 2, Chosen: "highest measured success in the matching world"}
-	rep.Candidates[0] = corebus.Candidate{Index: 2, Success: 0.9, Distance: 1.5}
+	rep.Candidates[0] = corebus.Candidate{Index: 2, Success: 0.9, Distance: 1.5, AfterSwitch: true}
 	rep.Candidates[1] = corebus.Candidate{Index: 0, Success: float32(math.NaN()), Distance: float32(math.NaN())}
 	for _, tc := range []struct {
 		name string
@@ -77,7 +77,7 @@ func TestSwitchAndRecallPayloads(t *testing.T) {
 		want string
 	}{
 		{"switch", switchWhy(&rep), `{"trigger":"obstacle","blocked":["left"],"world":"obstacle_fence_left","considered":2,` +
-			`"candidates":[{"index":2,"success":0.8999999761581421,"sf_distance":1.5},{"index":0}],"chosen":"highest measured success in the matching world"}`},
+			`"candidates":[{"index":2,"success":0.8999999761581421,"sf_distance":1.5,"after_switch":true},{"index":0}],"chosen":"highest measured success in the matching world"}`},
 		{"operator switch has none", switchWhy(&corebus.SwitchReport{}), `null`},
 		{"recall by features", recalled(&corebus.RecallResult{Valid: true, Index: 2, ByFeatures: true, Score: 0.75}, cat),
 			`{"skill":{"index":2,"name":"right","tags":["right"]},"by":"features","score":0.75}`},

@@ -222,6 +222,8 @@ type Result struct {
 	// FilterReference and FilterFraction record the filter applied, if any.
 	FilterReference *int    `json:"filter_reference,omitempty"`
 	FilterFraction  float64 `json:"filter_fraction,omitempty"`
+	// AfterSwitch is the goal rates after a switch (AfterSwitch), if measured.
+	AfterSwitch *AfterSwitchResult `json:"after_switch,omitempty"`
 }
 
 // scenario is the world cfg runs in.

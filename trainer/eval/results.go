@@ -56,8 +56,9 @@ func DecodeResult(r io.Reader) (*Result, error) {
 }
 
 // Validate checks that a result is whole and consistent: a known task, at least one subject,
-// every number finite and every rate a fraction, successor features of one dimension, a square distance matrix over the subjects, a filter reference among them, paths
-// whose series have one length. Readers can then index and plot without further checks.
+// every number finite and every rate a fraction, successor features of one dimension, a square
+// distance matrix over the subjects, a filter reference among them, paths whose series have one
+// length, counts after a switch that add up. Readers can then index and plot without further checks.
 func (r *Result) Validate() error {
 	bad := func(format string, a ...any) error { return fmt.Errorf("%w: %s", ErrResult, fmt.Sprintf(format, a...)) }
 	if _, ok := taskLayouts[r.Task]; !ok {
@@ -88,6 +89,11 @@ func (r *Result) Validate() error {
 			if !finite(v) || v < 0 {
 				return bad("distance row %d: %v", i, v)
 			}
+		}
+	}
+	if a := r.AfterSwitch; a != nil {
+		if err := a.validate(); err != nil {
+			return fmt.Errorf("%w: %w", ErrResult, err)
 		}
 	}
 	dim := len(r.Subjects[0].Psi)

@@ -12,7 +12,7 @@ import (
 )
 
 // smallResult is a valid hand-made result: a reference and one latent, filtered, with a path
-// and a fenced world's goal rate.
+// and a fenced world's goal rate, and a rate after a switch.
 func smallResult() *Result {
 	ref, pass, fail := 0, true, false
 	t := 3.5
@@ -27,6 +27,8 @@ func smallResult() *Result {
 					Switches: []Switch{{Time: 3, From: 1, To: 0, Trigger: "no_progress", Blocked: []string{"right"}, World: "obstacle_fence_right", Considered: 1, Chosen: "best measured success"}}}}},
 		},
 		Distances: [][]float64{{0, 1}, {1, 0}},
+		AfterSwitch: &AfterSwitchResult{Start: 1, Candidates: []int{0}, Worlds: []string{"obstacle_fence_right"}, RolloutsPerPair: 1,
+			Rates: []AfterSwitchRate{{Latent: 0, World: "obstacle_fence_right", Switches: 1}}},
 	}
 }
 
@@ -88,6 +90,12 @@ func TestDecodeResultRefuses(t *testing.T) {
 			r.Subjects[0].Rollouts[0].Goal, r.Subjects[0].Rollouts[0].GoalDistance = &[3]float64{2, 0, 0.25}, -1
 		}},
 		{"ragged path", "path of 2 x, 2 y, 1 heights", func(r *Result) { r.Subjects[0].Rollouts[0].Path.Height = []float64{1} }},
+		{"after switch without rollouts", "0 rollouts per pair", func(r *Result) { r.AfterSwitch.RolloutsPerPair = 0 }},
+		{"after switch from a negative latent", "start latent -1", func(r *Result) { r.AfterSwitch.Start = -1 }},
+		{"more goals than switches", "after switch: rate 0", func(r *Result) { r.AfterSwitch.Rates[0].Goal = 2 }},
+		{"more falls than switches", "after switch: rate 0", func(r *Result) { r.AfterSwitch.Rates[0].Fell = 2 }},
+		{"a rate without switches", "after switch: rate 0", func(r *Result) { r.AfterSwitch.Rates[0].Switches = 0 }},
+		{"a rate without a world", "after switch: rate 0", func(r *Result) { r.AfterSwitch.Rates[0].World = "" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := smallResult()
