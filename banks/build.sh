@@ -9,7 +9,8 @@
 #   3. fre         the functional reward encoder, pre-trained and frozen (per task, below)
 #   4. dualforce   three diverse skills held to the expert, every latent met stored
 #   5. eval        every latent of an even subsample run in MuJoCo (with the fenced worlds for
-#                  navigation), the results written into the shipped bank so the runtime
+#                  navigation, and each latent's goal rate after the runtime switches to it:
+#                  --after-switch), the results written into the shipped bank so the runtime
 #                  starts with, switches to and recalls skills by what they were measured to do
 #
 # The runs stay in $BANK_WORK/<task> (default out/banks), with their metrics, plots and
@@ -40,7 +41,10 @@ task=${1:?usage: banks/build.sh locomotion|navigation}
 #
 # Evaluation: 30 rollouts per latent of an even subsample over skills and iterations (30
 # locomotion latents; 15 navigation latents, each in four worlds, with standardised observations
-# clamped to +-5: the fences are walls the data never show, and the bank keeps the clip).
+# clamped to +-5: the fences are walls the data never show, and the bank keeps the clip), and for
+# navigation 30 runs per latent and world that start the runtime's start latent and switch to
+# that latent (the shipped bank was measured so after it was built: `dualforce eval --latents
+# best --fences --after-switch` of the bank, which measures the same).
 case $task in
 locomotion)
 	scale=test
@@ -53,7 +57,7 @@ navigation)
 	scale=paper fre_flags=()
 	smodice_flags=(--policy-lr 0.0003 --policy-average 0)
 	df_flags=(--policy-lr 0.0003 --policy-average 0)
-	eval_flags=(--max-latents 15 --fences --obs-clip 5)
+	eval_flags=(--max-latents 15 --fences --after-switch --obs-clip 5)
 	;;
 *) echo "banks/build.sh: unknown task $task (locomotion or navigation)" >&2; exit 2 ;;
 esac

@@ -16,7 +16,8 @@
 // wall in the height map on that side of the line from where the run began to the goal (blocked
 // routes are remembered until the next goal or run), or no progress towards the goal for a
 // while before it first comes within the goal radius -- to the clear-route latent
-// with the best measured success in the matching fenced world, then the farthest in successor-
+// with the best measured success in the matching fenced world (after a switch there where the
+// bank has that, skills.AfterSwitchWorld; else from the start), then the farthest in successor-
 // feature space; never under a fault, at most once per cooldown, each switch an event saying what
 // was blocked, which latents were weighed and why the chosen one (with no candidate, an
 // EventRouteBlocked once per set of blocked routes, and the skill keeps running). What

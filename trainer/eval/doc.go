@@ -33,8 +33,12 @@
 // Config.Switching, a summary of the switches made there: WorldRun.Switches); with switching on,
 // every rollout keeps each switch the core made by itself (Rollout.Switches: when, where, from
 // and to which latent, what was blocked and why that candidate);
+// AfterSwitch measures what those rates from the start cannot say: each candidate's goal rate
+// in the runs where the runtime, starting its start latent, switched to it (from beside a
+// fence, in front of the box, mid-stride), by the world matching what blocked.
 // WithOnlineResults stores the tags and a navigation latent's goal rate per world in the bank,
-// where the runtime's switcher reads them (runtime/core.LatentMeasures). Subsample spreads a
+// WithAfterSwitchRates its goal rates after a switch, where the runtime's switcher reads them
+// (runtime/core.LatentMeasures). Subsample spreads a
 // budget of latents evenly over a large bank's skills and iterations. The results file
 // (eval.json) is the input of trainer/report: ReadResult reads it back and checks it.
 package eval

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"math"
 	"slices"
 
@@ -194,6 +195,48 @@ func robustness(res *eval.Result) *Robustness {
 		rb.Rows = append(rb.Rows, row)
 	}
 	return rb
+}
+
+// AfterSwitchTable is the goal rates after a switch of one run (eval --after-switch) beside the
+// same latents' rates from the start in the matching world.
+type AfterSwitchTable struct {
+	Start int // the latent every run started with
+	Rows  []AfterSwitchRow
+}
+
+// AfterSwitchRow is one latent's runs after a switch for one world.
+type AfterSwitchRow struct {
+	Label                string
+	World                string
+	Switches, Goal, Fell int
+	Rate, FromStart      float64 // FromStart: NaN where the latent was not evaluated there
+	BelowMin             bool    // too few switches to be written into a bank
+}
+
+// afterSwitch builds the table, nil when the result measured nothing after a switch.
+func afterSwitch(res *eval.Result) *AfterSwitchTable {
+	a := res.AfterSwitch
+	if a == nil {
+		return nil
+	}
+	t := &AfterSwitchTable{Start: a.Start}
+	for _, r := range a.Rates {
+		row := AfterSwitchRow{Label: fmt.Sprintf("latent %d", r.Latent), World: r.World, Switches: r.Switches, Goal: r.Goal, Fell: r.Fell,
+			Rate: r.Rate(), FromStart: math.NaN(), BelowMin: r.Switches < eval.MinAfterSwitch}
+		for i, s := range res.Subjects {
+			if s.Latent != r.Latent || i == reference(res) { // the reference is another bank's
+				continue
+			}
+			row.Label = fmt.Sprintf("%s (latent %d)", s.Label, r.Latent)
+			if rate, ok := s.WorldGoalRate[r.World]; ok {
+				row.FromStart = rate
+			} else if r.World == res.World {
+				row.FromStart = s.GoalRate
+			}
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	return t
 }
 
 // shownFirst lists every subject: the reference first, then the others in order.

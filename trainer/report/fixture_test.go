@@ -74,6 +74,11 @@ func fixtureResult() *eval.Result {
 			res.Distances[i][j] = math.Sqrt(ss)
 		}
 	}
+	res.AfterSwitch = &eval.AfterSwitchResult{Start: 2, Candidates: []int{4, 6}, Worlds: []string{"obstacle", "obstacle_fence_left"}, RolloutsPerPair: 30,
+		Rates: []eval.AfterSwitchRate{
+			{Latent: 4, World: "obstacle_fence_left", Switches: 30, Goal: 6, Fell: 1},
+			{Latent: 6, World: "obstacle", Switches: 3, Goal: 1},
+		}}
 	return res
 }
 

@@ -30,6 +30,7 @@ type runSection struct {
 	Summary             string
 	Figures             []figure
 	Robustness          *Robustness
+	AfterSwitch         *AfterSwitchTable
 	Notes               []string
 }
 
@@ -109,6 +110,7 @@ func section(run *Run) (runSection, error) {
 			sec.Notes = append(sec.Notes, "No top-down paths: the evaluation kept none (dualforce eval --paths).")
 		}
 		sec.Robustness = robustness(res)
+		sec.AfterSwitch = afterSwitch(res)
 	}
 	for i := range run.Logs {
 		l := &run.Logs[i]
@@ -209,6 +211,14 @@ figcaption { color: #555; font-size: 0.9em; }
 {{range .Rows}}<tr{{if .Reference}} class="best"{{end}}><td>{{.Label}}</td><td>{{verdict .Passed}}</td>{{range .Rates}}<td{{if good .}} class="good"{{end}}>{{pct .}}</td>{{end}}</tr>
 {{end}}</table>
 <p>Green: at least 90% of rollouts reached the goal.</p>
+{{end}}
+{{with .AfterSwitch}}
+<h3>Goal rate after a switch</h3>
+<p>Runs that started latent {{.Start}} (the runtime's start) with switching on and one candidate to switch to; per candidate and the world matching what blocked when the runtime switched: the runs that switched to it, how many of those then reached the goal or fell, beside its goal rate from the start in that world.</p>
+<table>
+<tr><th>latent</th><th>blocked as in</th><th>switched</th><th>goal</th><th>fell</th><th>after a switch</th><th>from the start</th></tr>
+{{range .Rows}}<tr><td>{{.Label}}</td><td>{{.World}}</td><td>{{.Switches}}</td><td>{{.Goal}}</td><td>{{.Fell}}</td><td{{if good .Rate}} class="good"{{end}}>{{pct .Rate}}{{if .BelowMin}} (too few switches to store){{end}}</td><td>{{pct .FromStart}}</td></tr>
+{{end}}</table>
 {{end}}
 {{end}}
 </body>

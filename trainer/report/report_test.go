@@ -86,6 +86,28 @@ func TestRobustnessTable(t *testing.T) {
 	}
 }
 
+// The table after a switch sets each candidate's rate after a switch beside its rate from the
+// start in the world matching what blocked (the task's own world: its goal rate there).
+func TestAfterSwitchTable(t *testing.T) {
+	tb := afterSwitch(fixtureResult())
+	want := []AfterSwitchRow{
+		{Label: "skill1-iter2 (latent 4)", World: "obstacle_fence_left", Switches: 30, Goal: 6, Fell: 1, Rate: 0.2, FromStart: 0.95},
+		{Label: "skill2-iter2 (latent 6)", World: "obstacle", Switches: 3, Goal: 1, Rate: 1.0 / 3, FromStart: 0.8, BelowMin: true},
+	}
+	near := func(a, b AfterSwitchRow) bool {
+		return a.Label == b.Label && a.World == b.World && a.Switches == b.Switches && a.Goal == b.Goal && a.Fell == b.Fell &&
+			a.BelowMin == b.BelowMin && math.Abs(a.Rate-b.Rate) < 1e-12 && math.Abs(a.FromStart-b.FromStart) < 1e-12
+	}
+	if tb == nil || tb.Start != 2 || !slices.EqualFunc(tb.Rows, want, near) {
+		t.Fatalf("table %+v, want rows %+v", tb, want)
+	}
+	plain := fixtureResult()
+	plain.AfterSwitch = nil
+	if tb := afterSwitch(plain); tb != nil {
+		t.Fatalf("a result without runs after a switch has a table: %+v", tb)
+	}
+}
+
 func TestPCA(t *testing.T) {
 	// Points on a line along (1, 1, 0) with a little spread along (0, 0, 1): PC1 carries almost
 	// all the variance, and projected distances along it are the distances along the line.
@@ -142,7 +164,8 @@ func renderFixture(t *testing.T) (string, string) {
 func TestReportIsSelfContained(t *testing.T) {
 	_, page := renderFixture(t)
 	for _, want := range []string{"Side by side", "Run dualforce", "Run doi", "Successor-feature distances", "(PCA)",
-		"Top-down base paths per skill", "Training metrics: metrics.jsonl", "Training metrics: smodice/checks.jsonl", "Fence robustness", "3: left, right, over", "1: over"} {
+		"Top-down base paths per skill", "Training metrics: metrics.jsonl", "Training metrics: smodice/checks.jsonl", "Fence robustness", "3: left, right, over", "1: over",
+		"Goal rate after a switch", "too few switches to store"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page lacks %q", want)
 		}
