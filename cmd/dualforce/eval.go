@@ -72,13 +72,13 @@ passed_filter, and for navigation each latent's goal rate in the world it ran in
 ranks candidates by). A --world file must then be named with letters, digits, '_' and '-'.
 
 --after-switch (navigation, with --fences) measures what the runtime's switcher most needs to
-know: how each evaluated latent does when the runtime switches to it, from where it switches
+know: how each latent it may switch to does when it switches to it, from where it switches
 (beside a fence, stuck in front of the box, mid-stride) rather than from the start. For the
 task's world and each fenced world, and each latent the runtime could switch to there (it
 passed, has a route, not the start latent's, not on a fenced side), --rollouts runs start
-the latent the runtime starts with ("best", as measured above) with switching on and that
-latent the only other one to switch to; the runs that switched say whether it then reached the
-goal. eval.json keeps the counts (after_switch), the summary prints them, and --write-bank
+the latent the runtime starts with ("best", as measured above) with switching on (as
+--switch-restart and --stall-after say) and that latent the only other one to switch to; the
+runs that switched say whether it then reached the goal. eval.json keeps the counts (after_switch), the summary prints them, and --write-bank
 writes each latent's share under latents.goal_rate.<world>_after_switch where at least 5 runs
 switched to it: the switcher ranks a candidate by that share where the bank has it, by its
 rate from the start where not. It adds about as many rollouts as --fences.
