@@ -260,6 +260,9 @@ const AfterSwitchSuffix = "_after_switch"
 // AfterSwitchWorld names the goal rates after a switch made because of what blocks in world.
 func AfterSwitchWorld(world string) string { return world + AfterSwitchSuffix }
 
+// IsAfterSwitch reports that goal rates kept under name were measured after a switch.
+func IsAfterSwitch(name string) bool { return strings.HasSuffix(name, AfterSwitchSuffix) }
+
 // goalRateWorlds lists, sorted, every world some latent has a goal rate in.
 func (b *Bank) goalRateWorlds() []string {
 	seen := make(map[string]bool)

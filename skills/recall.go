@@ -76,7 +76,7 @@ func (b *Bank) Best() (Skill, error) {
 func (b *Bank) Ranked() []int {
 	order := make([]int, len(b.Latents))
 	goal := make([]float64, len(b.Latents))
-	worlds := slices.DeleteFunc(b.goalRateWorlds(), func(w string) bool { return strings.HasSuffix(w, AfterSwitchSuffix) })
+	worlds := slices.DeleteFunc(b.goalRateWorlds(), IsAfterSwitch)
 	for i := range order {
 		order[i] = i
 		for _, w := range worlds {

@@ -78,10 +78,11 @@ task's world and each fenced world, and each latent the runtime could switch to 
 passed, has a route, not the start latent's, not on a fenced side), --rollouts runs start
 the latent the runtime starts with ("best", as measured above) with switching on (as
 --switch-restart and --stall-after say) and that latent the only other one to switch to; the
-runs that switched say whether it then reached the goal. eval.json keeps the counts (after_switch), the summary prints them, and --write-bank
-writes each latent's share under latents.goal_rate.<world>_after_switch where at least 5 runs
-switched to it: the switcher ranks a candidate by that share where the bank has it, by its
-rate from the start where not. It adds about as many rollouts as --fences.
+runs that switched say whether it then reached the goal. eval.json keeps the counts
+(after_switch), the summary prints them, and --write-bank writes each latent's share under
+latents.goal_rate.<world>_after_switch where at least 5 runs switched to it: the switcher ranks
+a candidate by that share where the bank has it, by its rate from the start where not. It adds
+about as many rollouts as --fences.
 
 --obs-clip C runs every bank (the expert's too) with its standardised observations clamped to
 +-C (skills.Stats.Clip): a wall in the height map that the data never showed is tens of

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/dualforce/dualforce/runtime/core"
 	"github.com/dualforce/dualforce/runtime/corebus"
@@ -212,7 +211,7 @@ func WithAfterSwitchRates(b *skills.Bank, res *AfterSwitchResult) (*skills.Bank,
 			continue
 		}
 		info.GoalRate = maps.Clone(info.GoalRate)
-		maps.DeleteFunc(info.GoalRate, func(w string, _ float32) bool { return strings.HasSuffix(w, skills.AfterSwitchSuffix) })
+		maps.DeleteFunc(info.GoalRate, func(w string, _ float32) bool { return skills.IsAfterSwitch(w) })
 	}
 	for _, r := range res.Rates {
 		if r.Latent >= len(out.Latents) {
