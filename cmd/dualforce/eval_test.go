@@ -234,3 +234,21 @@ func TestChooseLatents(t *testing.T) {
 		t.Errorf("index past the bank: %v", err)
 	}
 }
+
+// Off a terminal the progress is a line per tenth of the rollouts, and a count that starts
+// again (the next world of --fences) reports again from its own start.
+func TestEvalProgressLogsEveryPass(t *testing.T) {
+	var log bytes.Buffer
+	progress := evalProgress(&log, "navigation (fences)", false)
+	for range 2 {
+		for done := 1; done <= 20; done++ {
+			progress(done, 20)
+		}
+	}
+	if n := strings.Count(log.String(), "of 20 rollouts"); n != 20 {
+		t.Fatalf("%d progress lines over two passes of 20 rollouts, want 10 each:\n%s", n, log.String())
+	}
+	if evalProgress(&log, "x", true) != nil {
+		t.Error("--quiet still reports progress")
+	}
+}

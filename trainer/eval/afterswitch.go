@@ -122,7 +122,7 @@ func AfterSwitch(ctx context.Context, cfg Config, bank *skills.Bank, worldNames 
 			total += len(w.subjects) * cfg.Rollouts
 		}
 	}
-	counts := map[[2]any]*AfterSwitchRate{}
+	counts := afterSwitchCounts{}
 	done := 0
 	for _, w := range runs {
 		run := cfg
@@ -136,50 +136,74 @@ func AfterSwitch(ctx context.Context, cfg Config, bank *skills.Bank, worldNames 
 		}
 		done += len(w.subjects) * cfg.Rollouts
 		out.Runs = append(out.Runs, WorldRun{World: w.name, PolicySteps: res.PolicySteps, Ticks: res.Ticks, Seconds: res.Seconds})
-		hz := float64(bank.Contract.PolicyHz)
 		for i := range res.Subjects {
-			for _, ro := range res.Subjects[i].Rollouts {
-				if len(ro.Switches) == 0 {
-					continue
-				}
-				sw := ro.Switches[0]
-				key := [2]any{sw.To, sw.World}
-				r := counts[key]
-				if r == nil {
-					r = &AfterSwitchRate{Latent: sw.To, World: sw.World}
-					counts[key] = r
-				}
-				r.Switches++
-				// Transition k ends one policy period after state k: at (k+1)/hz s.
-				if ro.GoalStep >= 0 && float64(ro.GoalStep+1)/hz >= sw.Time {
-					r.Goal++
-				}
-				if ro.Fell {
-					r.Fell++
-				}
-			}
+			counts.add(res.Subjects[i].Rollouts, float64(bank.Contract.PolicyHz))
 		}
 	}
-	for _, r := range counts {
-		out.Rates = append(out.Rates, *r)
+	out.Rates = counts.rates()
+	return out, nil
+}
+
+// afterSwitchCounts tallies rollouts by the latent their first switch went to and the world
+// matching what blocked then.
+type afterSwitchCounts map[afterSwitchKey]*AfterSwitchRate
+
+type afterSwitchKey struct {
+	latent int
+	world  string
+}
+
+// add counts the rollouts (of a policy at hz) that switched: whether they reached the goal
+// after the switch, and whether they fell.
+func (c afterSwitchCounts) add(rollouts []Rollout, hz float64) {
+	for k := range rollouts {
+		ro := &rollouts[k]
+		if len(ro.Switches) == 0 {
+			continue
+		}
+		sw := &ro.Switches[0]
+		key := afterSwitchKey{sw.To, sw.World}
+		r := c[key]
+		if r == nil {
+			r = &AfterSwitchRate{Latent: sw.To, World: sw.World}
+			c[key] = r
+		}
+		r.Switches++
+		// Transition k ends one policy period after state k: at (k+1)/hz s.
+		if ro.GoalStep >= 0 && float64(ro.GoalStep+1)/hz >= sw.Time {
+			r.Goal++
+		}
+		if ro.Fell {
+			r.Fell++
+		}
 	}
-	slices.SortFunc(out.Rates, func(a, b AfterSwitchRate) int {
+}
+
+// rates lists the counts by latent, then world in the order of AfterSwitchWorlds.
+func (c afterSwitchCounts) rates() []AfterSwitchRate {
+	out := make([]AfterSwitchRate, 0, len(c))
+	for _, r := range c {
+		out = append(out, *r)
+	}
+	slices.SortFunc(out, func(a, b AfterSwitchRate) int {
 		if a.Latent != b.Latent {
 			return a.Latent - b.Latent
 		}
 		return slices.Index(AfterSwitchWorlds, a.World) - slices.Index(AfterSwitchWorlds, b.World)
 	})
-	return out, nil
+	return out
 }
 
 // fencedRoutes are the ways round the box sc's fences close.
 func fencedRoutes(sc *worlds.Scenario) corebus.Routes {
 	var r corebus.Routes
-	if f := sc.Fences; f != nil && f.Left {
-		r |= corebus.RouteLeft
-	}
-	if f := sc.Fences; f != nil && f.Right {
-		r |= corebus.RouteRight
+	if f := sc.Fences; f != nil {
+		if f.Left {
+			r |= corebus.RouteLeft
+		}
+		if f.Right {
+			r |= corebus.RouteRight
+		}
 	}
 	return r
 }

@@ -60,6 +60,31 @@ func TestAfterSwitchCountsTheSwitchesToEachCandidate(t *testing.T) {
 	}
 }
 
+// A run counts under the latent its first switch went to and the world matching what blocked
+// then; it reached the goal after the switch only if it got there at or after the switch time,
+// and runs that never switched count nowhere.
+func TestAfterSwitchCountsTally(t *testing.T) {
+	const hz = 50
+	sw := func(at float64, to int, world string) []Switch { return []Switch{{Time: at, To: to, World: world}} }
+	counts := afterSwitchCounts{}
+	counts.add([]Rollout{
+		{GoalStep: 400, Switches: sw(3, 1, core.WorldFenceRight)},                      // goal at 8.02 s, after the switch
+		{GoalStep: 99, Switches: sw(3, 1, core.WorldFenceRight)},                       // goal at 2 s, before it
+		{GoalStep: -1, Fell: true, Switches: sw(2, 1, core.WorldFenceRight)},           // fell
+		{GoalStep: 149, Switches: sw(3, 1, core.WorldObstacle)},                        // goal at exactly 3 s: after
+		{GoalStep: 300, Switches: append(sw(3, 2, core.WorldFenced), sw(5, 1, "")...)}, // the first switch counts
+		{GoalStep: 300}, // never switched
+	}, hz)
+	want := []AfterSwitchRate{
+		{Latent: 1, World: core.WorldObstacle, Switches: 1, Goal: 1},
+		{Latent: 1, World: core.WorldFenceRight, Switches: 3, Goal: 1, Fell: 1},
+		{Latent: 2, World: core.WorldFenced, Switches: 1, Goal: 1},
+	}
+	if got := counts.rates(); !slices.Equal(got, want) {
+		t.Fatalf("rates %+v, want %+v", got, want)
+	}
+}
+
 // Rates after a switch go into a copy of the bank where enough runs switched, under the
 // world's AfterSwitchWorld name, replacing every earlier one.
 func TestWithAfterSwitchRates(t *testing.T) {
