@@ -300,6 +300,7 @@ func NewCore(cfg config.Config, opts Options, requestBank func(corebus.Command) 
 	o := &cfg.Obstacle
 	cc.Switching.Enabled, cc.Switching.Clearance, cc.Switching.Cooldown = o.Enabled, o.ClearanceM, o.Cooldown
 	cc.Switching.StallAfter, cc.Switching.MinProgress, cc.Switching.GoalRadius = o.StallAfter, o.MinProgressM, o.GoalRadiusM
+	cc.Switching.Detour = o.DetourM
 	cc.Blend, cc.RecallMaxDistance = cfg.Transitions.Blend, cfg.Recall.MaxDistance
 	cc.Switching.Restart = cfg.Transitions.Restart
 	cc.RequestBank = requestBank

@@ -164,7 +164,10 @@ type Obstacle struct {
 	// counts as blocked; 0 turns the progress check off.
 	StallAfter   time.Duration `yaml:"stall_after"`
 	MinProgressM float64       `yaml:"min_progress_m"` // m closer to the goal that counts as progress
-	GoalRadiusM  float64       `yaml:"goal_radius_m"`  // once within this distance of the goal, no stall until the next goal
+	// DetourM is how far (m) moving across the way to the goal counts as progress too (going
+	// round a fence); 0: only getting closer counts.
+	DetourM     float64 `yaml:"detour_m"`
+	GoalRadiusM float64 `yaml:"goal_radius_m"` // once within this distance of the goal, no stall until the next goal
 }
 
 // Navigation is what a navigation bank's skills run to before an operator sends a goal.
@@ -235,7 +238,7 @@ func Default() Config {
 		Metrics:  Metrics{Listen: DefaultMetricsListen},
 		Recorder: Recorder{Dir: DefaultRecorderDir, MaxFileMB: DefaultRecorderMaxFileMB, MaxFiles: DefaultRecorderMaxFiles, MaxFileDuration: DefaultRecorderMaxDuration},
 		Obstacle: Obstacle{ClearanceM: sw.Clearance, Cooldown: sw.Cooldown, StallAfter: sw.StallAfter,
-			MinProgressM: sw.MinProgress, GoalRadiusM: sw.GoalRadius},
+			MinProgressM: sw.MinProgress, DetourM: sw.Detour, GoalRadiusM: sw.GoalRadius},
 		Transitions: Transitions{Blend: core.DefaultBlend},
 		Recall:      Recall{MaxDistance: core.DefaultRecallMaxDistance},
 	}

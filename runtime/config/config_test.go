@@ -166,6 +166,8 @@ func TestMalformed(t *testing.T) {
 		{"stall negative", minimal + "obstacle_switching: {stall_after: -1s}\n", "obstacle_switching.stall_after", 4, "-1s is outside [0s, 1m0s]"},
 		{"cooldown long", minimal + "obstacle_switching: {cooldown: 2h}\n", "obstacle_switching.cooldown", 4, "2h0m0s is outside [0s, 1m0s]"},
 		{"progress zero", minimal + "obstacle_switching: {min_progress_m: 0}\n", "obstacle_switching.min_progress_m", 4, "0 m is outside (0, 2]"},
+		{"detour negative", minimal + "obstacle_switching: {detour_m: -0.1}\n", "obstacle_switching.detour_m", 4, "-0.1 m is outside [0, 2]"},
+		{"detour off", minimal + "obstacle_switching: {enabled: true, detour_m: 0}\n", "", 0, ""},
 		{"goal radius NaN", minimal + "obstacle_switching: {goal_radius_m: .nan}\n", "obstacle_switching.goal_radius_m", 4, "NaN m is outside [0, 2]"},
 		{"blend off", minimal + "transitions: {blend: 0s}\n", "", 0, ""},
 		{"blend long", minimal + "transitions: {blend: 5s}\n", "transitions.blend", 4, "5s is outside [0s, 2s]"},

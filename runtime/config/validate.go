@@ -223,6 +223,7 @@ func (o *Obstacle) check(k *checker) {
 		k.add("obstacle_switching.stall_after", "%v is outside [0s, %v] (0s turns the progress check off)", o.StallAfter, maxSwitchTime)
 	}
 	k.number("obstacle_switching.min_progress_m", o.MinProgressM, 0, maxClearance, true, "m")
+	k.number("obstacle_switching.detour_m", o.DetourM, 0, maxClearance, false, "m")
 	k.number("obstacle_switching.goal_radius_m", o.GoalRadiusM, 0, maxClearance, false, "m")
 }
 

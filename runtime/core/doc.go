@@ -14,8 +14,9 @@
 // latent maximising <u, psi_online>; otherwise the bank's FRE encoding, nearest stored latent
 // within a distance). And a navigation skill gives way by itself when its route is blocked -- a
 // wall in the height map on that side of the line from where the run began to the goal (blocked
-// routes are remembered until the next goal or run), or no progress towards the goal for a
-// while before it first comes within the goal radius -- to the clear-route latent
+// routes are remembered until the next goal or run), or no progress towards the goal (nor
+// across the way to it, as when going round a fence) for a while before it first comes within
+// the goal radius -- to the clear-route latent
 // with the best measured success in the matching fenced world (after a switch there where the
 // bank has that, skills.AfterSwitchWorld; else from the start), then the farthest in successor-
 // feature space; never under a fault, at most once per cooldown, each switch an event saying what

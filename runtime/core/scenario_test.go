@@ -485,6 +485,8 @@ func (s *scenario) directive(f []string) error {
 				s.cfg.Blend = d
 			case "stall":
 				s.cfg.Switching.StallAfter = d
+			case "detour":
+				s.cfg.Switching.Detour, _ = strconv.ParseFloat(v, 64)
 			case "restart":
 				s.cfg.Switching.Restart = d
 			case "settle":

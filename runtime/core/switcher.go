@@ -26,6 +26,10 @@ type SwitchConfig struct {
 	StallAfter time.Duration
 	// MinProgress is how much closer to the goal (m) counts as progress.
 	MinProgress float64
+	// Detour is how far (m) moving across the way to the goal counts as progress too, as when
+	// the robot goes round a fence after a switch: the distance to the goal then stays or grows
+	// for seconds while the skill gets through. 0: only getting closer counts.
+	Detour float64
 	// GoalRadius is the distance to the goal (m) within which the robot has arrived: from then
 	// until the next goal or run no progress is not a stall (a skill that does not stop walks on
 	// past the goal; its route is not blocked for that).
@@ -39,11 +43,14 @@ type SwitchConfig struct {
 }
 
 // DefaultSwitchConfig switches on 0.3 m walls within 0.5 m, or after 3 s without getting 0.1 m
-// closer to a goal further than 0.25 m away, at most once a second.
+// closer to a goal further than 0.25 m away or 0.2 m across the way to it, at most once a
+// second. Without the detour a third skill took over from one going round the right fence in
+// 15 of 30 runs (per-route clones: 57% at the goal, 77% with two skills and nothing to switch
+// to).
 func DefaultSwitchConfig() SwitchConfig {
 	return SwitchConfig{
 		Enabled: true, Clearance: 0.3, Ahead: 0.5, Cooldown: time.Second,
-		StallAfter: 3 * time.Second, MinProgress: 0.1, GoalRadius: 0.25,
+		StallAfter: 3 * time.Second, MinProgress: 0.1, Detour: 0.2, GoalRadius: 0.25,
 	}
 }
 
@@ -53,8 +60,8 @@ func (s *SwitchConfig) validate() error {
 		return errConfigf("switching: clearance %v m must be positive, the look-ahead %v m in (0, %v]", s.Clearance, s.Ahead, skills.HeightMapExtent)
 	case s.Cooldown < 0 || s.StallAfter < 0 || s.Restart < 0:
 		return errConfigf("switching: cooldown %v, stall time %v and restart hold %v must not be negative", s.Cooldown, s.StallAfter, s.Restart)
-	case !(s.MinProgress > 0) || !(s.GoalRadius >= 0) || math.IsInf(s.MinProgress+s.GoalRadius, 0):
-		return errConfigf("switching: minimum progress %v m must be positive, the goal radius %v m non-negative", s.MinProgress, s.GoalRadius)
+	case !(s.MinProgress > 0) || !(s.GoalRadius >= 0) || !(s.Detour >= 0) || math.IsInf(s.MinProgress+s.GoalRadius+s.Detour, 0):
+		return errConfigf("switching: minimum progress %v m must be positive, the goal radius %v m and the detour %v m non-negative", s.MinProgress, s.GoalRadius, s.Detour)
 	}
 	return nil
 }
@@ -179,10 +186,11 @@ type Switcher struct {
 	routeSet    bool
 	origin, dir [2]float64
 	seen        corebus.Routes
-	// Progress towards the goal: the closest distance so far and when it was reached, and
-	// whether the robot has come within GoalRadius of this goal.
+	// Progress towards the goal: the distance and position at the last progress and when it
+	// was made, and whether the robot has come within GoalRadius of this goal.
 	tracking   bool
 	closest    float64
+	progressed [2]float64
 	progressAt time.Duration
 	arrived    bool
 	// The blocked routes last reported with no candidate (reported: since the last switch,
@@ -227,14 +235,32 @@ type where struct {
 
 func (w *where) distance() float64 { return math.Hypot(w.GoalX-w.X, w.GoalY-w.Y) }
 
-// stalled records the distance to the goal and reports whether the robot, not yet arrived,
-// has not come MinProgress closer for StallAfter.
-func (s *Switcher) stalled(now time.Duration, dist float64) bool {
-	if !s.tracking || dist < s.closest-s.cfg.MinProgress {
+// stalled records progress and reports whether the robot, not yet arrived, has made none for
+// StallAfter: come MinProgress closer to the goal, or moved Detour across the way to it from
+// where it last made progress.
+func (s *Switcher) stalled(now time.Duration, w *where) bool {
+	dist := w.distance()
+	if !s.tracking || dist < s.closest-s.cfg.MinProgress || s.detoured(w) {
 		s.tracking, s.closest, s.progressAt = true, dist, now
+		s.progressed = [2]float64{w.X, w.Y}
 	}
 	s.arrived = s.arrived || dist <= s.cfg.GoalRadius
 	return s.cfg.StallAfter > 0 && !s.arrived && now-s.progressAt >= s.cfg.StallAfter
+}
+
+// detoured reports that the robot has moved Detour across the line from where it last made
+// progress to the goal: round something, not stuck in front of it.
+func (s *Switcher) detoured(w *where) bool {
+	if s.cfg.Detour <= 0 {
+		return false
+	}
+	gx, gy := w.GoalX-s.progressed[0], w.GoalY-s.progressed[1]
+	n := math.Hypot(gx, gy)
+	if n < 1e-3 {
+		return false
+	}
+	across := (gx*(w.Y-s.progressed[1]) - gy*(w.X-s.progressed[0])) / n
+	return math.Abs(across) >= s.cfg.Detour
 }
 
 // setRoute fixes the route's line from where the base is now towards the goal; with the goal
@@ -300,7 +326,7 @@ func (s *Switcher) next(now time.Duration, m Measured, latents int, active coreb
 		s.setRoute(w)
 	}
 	s.seen |= s.blocked(hm, w)
-	stalled := s.stalled(now, w.distance())
+	stalled := s.stalled(now, w)
 	if s.armed && now-s.last < s.cfg.Cooldown {
 		return 0, keepSkill
 	}
