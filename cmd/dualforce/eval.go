@@ -112,7 +112,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	seed := fs.Uint64("seed", 1, "master seed of every rollout")
 	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "simulators run in parallel (one per core)")
 	switching := fs.Bool("switching", false, "let the runtime switch navigation skills at obstacles")
-	restart := fs.Duration("switch-restart", 0, "with --switching: hand over at a standstill held this long (the runtime's transitions.restart; 0 blends)")
+	restart := fs.Duration("switch-restart", core.DefaultSwitchConfig().Restart, "with --switching: hand over at a standstill held this long (the runtime's transitions.restart; 0 blends)")
 	stallAfter := fs.Duration("stall-after", core.DefaultSwitchConfig().StallAfter, "with --switching: no progress towards the goal this long blocks the route (obstacle_switching.stall_after; 0 turns it off)")
 	noise := fs.Bool("noise", false, "simulate sensor noise (encoders, IMU, mocap)")
 	discount := fs.Float64("sf-discount", 1, "weight of state k in the online SFs is discount^k (1: the episode mean)")

@@ -239,7 +239,7 @@ func Default() Config {
 		Recorder: Recorder{Dir: DefaultRecorderDir, MaxFileMB: DefaultRecorderMaxFileMB, MaxFiles: DefaultRecorderMaxFiles, MaxFileDuration: DefaultRecorderMaxDuration},
 		Obstacle: Obstacle{ClearanceM: sw.Clearance, Cooldown: sw.Cooldown, StallAfter: sw.StallAfter,
 			MinProgressM: sw.MinProgress, DetourM: sw.Detour, GoalRadiusM: sw.GoalRadius},
-		Transitions: Transitions{Blend: core.DefaultBlend},
+		Transitions: Transitions{Blend: core.DefaultBlend, Restart: sw.Restart},
 		Recall:      Recall{MaxDistance: core.DefaultRecallMaxDistance},
 	}
 }
