@@ -46,7 +46,7 @@ type SwitchConfig struct {
 // closer to a goal further than 0.25 m away or 0.2 m across the way to it, at most once a
 // second, and hands over at a standstill held 0.5 s. Measured on the navigation set's per-route
 // clones, from the right one with the right side fenced (30 runs each): without the detour a
-// third skill took over from the one going round in 15 of 30 runs (57% at the goal, 83% with
+// third skill took over 15 times in 30 runs from the one going round (57% at the goal, 83% with
 // it); blending instead of the standstill, 67% at the goal with 8 falls, and with both sides
 // fenced 20% with 13 falls (77% and 6 with the standstill). Dual-Force banks measured gained
 // 0-10 points from the standstill, none lost.
