@@ -260,13 +260,23 @@ func NewCore(cfg config.Config, opts Options, requestBank func(corebus.Command) 
 	if err != nil {
 		return nil, err
 	}
+	cc, err := coreConfig(cfg, opts, bank)
+	if err != nil {
+		return nil, err
+	}
+	cc.RequestBank = requestBank
+	return core.New(cc, loaded)
+}
+
+// coreConfig is the core's configuration from the runtime's cfg and opts for bank.
+func coreConfig(cfg config.Config, opts Options, bank *skills.Bank) (core.Config, error) {
 	cc := core.DefaultConfig(bank)
 	cc.Skill, cc.AutoRun = opts.Skill, opts.AutoRun
 	cc.Goal = [3]float64{cfg.Navigation.Goal.X, cfg.Navigation.Goal.Y, cfg.Navigation.Goal.Yaw}
 	if cc.Skill < 0 {
 		best, err := bank.Best()
 		if err != nil {
-			return nil, err
+			return core.Config{}, err
 		}
 		cc.Skill = best.Index
 	}
@@ -303,8 +313,7 @@ func NewCore(cfg config.Config, opts Options, requestBank func(corebus.Command) 
 	cc.Switching.Detour = o.DetourM
 	cc.Blend, cc.RecallMaxDistance = cfg.Transitions.Blend, cfg.Recall.MaxDistance
 	cc.Switching.Restart = cfg.Transitions.Restart
-	cc.RequestBank = requestBank
-	return core.New(cc, loaded)
+	return cc, nil
 }
 
 func (rt *Runtime) startLink(ctx context.Context, given link.Conn) error {

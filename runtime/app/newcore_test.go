@@ -125,3 +125,30 @@ func TestConfiguredRestartReachesTheCore(t *testing.T) {
 		t.Fatalf("a negative restart hold: %v", err)
 	}
 }
+
+// Every obstacle_switching and transitions setting reaches the core's switching configuration,
+// and the config's defaults are the core's.
+func TestCoreConfigTakesTheSwitchingSettings(t *testing.T) {
+	bank := skillstest.Constant(t, skillstest.Navigation(t), [skills.NumJoints]float32{})
+	cfg := config.Default()
+	cc, err := coreConfig(cfg, Options{}, bank)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := core.DefaultSwitchConfig()
+	def.Enabled = cfg.Obstacle.Enabled
+	if cc.Switching != def || cc.Blend != core.DefaultBlend {
+		t.Errorf("from the default config: switching %+v, blend %v; want the core's %+v, %v", cc.Switching, cc.Blend, def, core.DefaultBlend)
+	}
+	cfg.Obstacle = config.Obstacle{Enabled: true, ClearanceM: 0.4, Cooldown: 2 * time.Second, StallAfter: 5 * time.Second,
+		MinProgressM: 0.15, DetourM: 0.35, GoalRadiusM: 0.3}
+	cfg.Transitions = config.Transitions{Blend: 200 * time.Millisecond, Restart: 700 * time.Millisecond}
+	if cc, err = coreConfig(cfg, Options{}, bank); err != nil {
+		t.Fatal(err)
+	}
+	want := core.SwitchConfig{Enabled: true, Clearance: 0.4, Ahead: def.Ahead, Cooldown: 2 * time.Second,
+		StallAfter: 5 * time.Second, MinProgress: 0.15, Detour: 0.35, GoalRadius: 0.3, Restart: 700 * time.Millisecond}
+	if cc.Switching != want || cc.Blend != 200*time.Millisecond {
+		t.Errorf("switching %+v, blend %v; want %+v, 200ms", cc.Switching, cc.Blend, want)
+	}
+}

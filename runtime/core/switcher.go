@@ -192,11 +192,11 @@ type Switcher struct {
 	seen        corebus.Routes
 	// Progress towards the goal: the distance and position at the last progress and when it
 	// was made, and whether the robot has come within GoalRadius of this goal.
-	tracking   bool
-	closest    float64
-	progressed [2]float64
-	progressAt time.Duration
-	arrived    bool
+	tracking     bool
+	progressDist float64
+	progressed   [2]float64
+	progressAt   time.Duration
+	arrived      bool
 	// The blocked routes last reported with no candidate (reported: since the last switch,
 	// goal or run), so that a robot stuck for a while reports it once, not every cooldown.
 	reported        bool
@@ -244,8 +244,8 @@ func (w *where) distance() float64 { return math.Hypot(w.GoalX-w.X, w.GoalY-w.Y)
 // where it last made progress.
 func (s *Switcher) stalled(now time.Duration, w *where) bool {
 	dist := w.distance()
-	if !s.tracking || dist < s.closest-s.cfg.MinProgress || s.detoured(w) {
-		s.tracking, s.closest, s.progressAt = true, dist, now
+	if !s.tracking || dist < s.progressDist-s.cfg.MinProgress || s.detoured(w) {
+		s.tracking, s.progressDist, s.progressAt = true, dist, now
 		s.progressed = [2]float64{w.X, w.Y}
 	}
 	s.arrived = s.arrived || dist <= s.cfg.GoalRadius
