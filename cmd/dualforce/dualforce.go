@@ -129,7 +129,7 @@ func runTrainDualForce(ctx context.Context, args []string, stdout, stderr io.Wri
 	rehearsalKeep := fs.Int("rehearsal-keep", def.Loop.RehearsalKeep, "earlier iterations kept for rehearsal per skill, spread evenly over the run")
 	hidden := fs.Int("hidden", def.Value.Hidden[0], "width of the value and policy networks' two hidden layers")
 	policy := addPolicyFlags(fs, def.Policy)
-	refreshRows := addRefreshRowsFlag(fs, def.Value.RefreshRows)
+	pass := addWeightPassFlags(fs, def.Value)
 	subsets := fs.Int("subsets", 32, "subsets of offline states each latent averages over (m)")
 	pool := fs.Int("fre-pool", defaultFREPool, "the --pool the FRE run was trained with")
 	seed := fs.Uint64("seed", def.Seed, "seed of every random choice")
@@ -144,9 +144,9 @@ func runTrainDualForce(ctx context.Context, args []string, stdout, stderr io.Wri
 	switch {
 	case *offline == "" || *smodiceRun == "" || *freRun == "" || *out == "":
 		return usagef("--offline, --smodice, --fre and --out are required")
-	case *nSkills < 2 || *iters < 0 || *valueSteps < 0 || *policySteps < 0 || *batch <= 0 || *hidden <= 0 || *subsets <= 0 || *pool <= 0 || *every <= 0 || *refreshRows < 0:
-		return usagef("--skills %d, --iters %d, --value-steps %d, --policy-steps %d, --batch %d, --hidden %d, --subsets %d, --fre-pool %d, --checkpoint-every %d, --refresh-rows %d: want at least 2 skills, non-negative counts and positive sizes",
-			*nSkills, *iters, *valueSteps, *policySteps, *batch, *hidden, *subsets, *pool, *every, *refreshRows)
+	case *nSkills < 2 || *iters < 0 || *valueSteps < 0 || *policySteps < 0 || *batch <= 0 || *hidden <= 0 || *subsets <= 0 || *pool <= 0 || *every <= 0:
+		return usagef("--skills %d, --iters %d, --value-steps %d, --policy-steps %d, --batch %d, --hidden %d, --subsets %d, --fre-pool %d, --checkpoint-every %d: want at least 2 skills, non-negative counts and positive sizes",
+			*nSkills, *iters, *valueSteps, *policySteps, *batch, *hidden, *subsets, *pool, *every)
 	case *rehearsalSteps < 0 || *rehearsalRows <= 0 || *rehearsalKeep <= 0:
 		return usagef("--rehearsal-steps %d, --rehearsal-rows %d, --rehearsal-keep %d: want steps >= 0 and positive sizes", *rehearsalSteps, *rehearsalRows, *rehearsalKeep)
 	case !(*l0 >= 0) || !(*eps >= 0):
@@ -157,6 +157,9 @@ func runTrainDualForce(ctx context.Context, args []string, stdout, stderr io.Wri
 		return usagef("--beta-clip %v: want a finite number of standard deviations >= 0", *betaClip)
 	}
 	if err := policy.check(); err != nil {
+		return err
+	}
+	if err := pass.check(); err != nil {
 		return err
 	}
 	if err := checkCheckRollouts(*checkRollouts); err != nil {
@@ -196,7 +199,7 @@ func runTrainDualForce(ctx context.Context, args []string, stdout, stderr io.Wri
 		cfg.Loop.Eps = *eps
 	}
 	cfg.Value.Hidden, cfg.Policy.Hidden = []int{*hidden, *hidden}, []int{*hidden, *hidden}
-	applyLearners(&cfg.Value, &cfg.Policy, *batch, *absorbingFalls, *refreshRows, policy)
+	applyLearners(&cfg.Value, &cfg.Policy, *batch, *absorbingFalls, pass, policy)
 	in := dfloop.TrainInputs{RE: rE, LatentDim: dims.Latent, BankFRE: enc,
 		Encoder: func(_ int, rng *rand.Rand) (dfloop.Encoder, error) {
 			return dfloop.NewFREEncoder(&enc.Net, data.Offline.Obs, data.Offline.ObsDim, *subsets, tokens, rng)

@@ -100,12 +100,12 @@ func TestTrainDualForce(t *testing.T) {
 		t.Errorf("missing --fre: exit %d, %s", code, stderr)
 	}
 
-	// --absorbing-falls=false (the default is absorbing), --beta-clip and the rehearsal
-	// flags reach the configuration the run keeps (and compares on --resume); a negative
-	// clip and an empty rehearsal sample are refused.
+	// --absorbing-falls=false (the default is absorbing), --beta-clip, --min-ess-share and
+	// the rehearsal flags reach the configuration the run keeps (and compares on --resume); a
+	// negative clip, a share over 1 and an empty rehearsal sample are refused.
 	ours := filepath.Join(dir, "ours")
 	mustRun(t, slices.Concat(tiny, []string{"--out", ours, "--iters", "1", "--absorbing-falls=false", "--beta-clip", "2",
-		"--rehearsal-steps", "3", "--rehearsal-rows", "50", "--rehearsal-keep", "7"})...)
+		"--min-ess-share", "0.01", "--rehearsal-steps", "3", "--rehearsal-rows", "50", "--rehearsal-keep", "7"})...)
 	ck, err := checkpoint.Read(filepath.Join(ours, trainrun.CheckpointFile))
 	if err != nil {
 		t.Fatal(err)
@@ -118,14 +118,17 @@ func TestTrainDualForce(t *testing.T) {
 	if err := json.Unmarshal(saved.Config, &cfg); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Value.AbsorbingFalls || cfg.Loop.BetaClip != 2 {
-		t.Errorf("stored config: absorbing falls %v, beta clip %g; want false and 2", cfg.Value.AbsorbingFalls, cfg.Loop.BetaClip)
+	if cfg.Value.AbsorbingFalls || cfg.Loop.BetaClip != 2 || cfg.Value.MinESSShare != 0.01 {
+		t.Errorf("stored config: absorbing falls %v, beta clip %g, ESS share %g; want false, 2 and 0.01", cfg.Value.AbsorbingFalls, cfg.Loop.BetaClip, cfg.Value.MinESSShare)
 	}
 	if l := cfg.Loop; l.RehearsalSteps != 3 || l.RehearsalRows != 50 || l.RehearsalKeep != 7 {
 		t.Errorf("stored config: rehearsal steps %d, rows %d, keep %d; want 3, 50 and 7", l.RehearsalSteps, l.RehearsalRows, l.RehearsalKeep)
 	}
 	if code, _, stderr := dualforce(slices.Concat(tiny, []string{"--out", refused, "--beta-clip", "-1"})...); code != 2 || !strings.Contains(stderr, "--beta-clip") {
 		t.Errorf("--beta-clip -1: exit %d, %s", code, stderr)
+	}
+	if code, _, stderr := dualforce(slices.Concat(tiny, []string{"--out", refused, "--min-ess-share", "2"})...); code != 2 || !strings.Contains(stderr, "--min-ess-share 2") {
+		t.Errorf("--min-ess-share 2: exit %d, %s", code, stderr)
 	}
 	// Without rehearsal steps the run keeps no rehearsal sizes: its configuration is that of
 	// runs from before rehearsal, which therefore resume.

@@ -113,11 +113,12 @@ were absorbing by default resumes with --absorbing-falls=false).
 // trainingFlags are the flags every training method takes: the data, the run directory, the
 // bank, and the budget of the shared learners.
 type trainingFlags struct {
-	offline, expert, out, task, bank                                     *string
-	iters, discSteps, batch, valueSteps, policySteps, every, refreshRows *int
-	seed                                                                 *uint64
-	policy                                                               *policyFlags
-	quiet, absorbingFalls                                                *bool
+	offline, expert, out, task, bank                        *string
+	iters, discSteps, batch, valueSteps, policySteps, every *int
+	seed                                                    *uint64
+	policy                                                  *policyFlags
+	pass                                                    *weightPassFlags
+	quiet, absorbingFalls                                   *bool
 }
 
 // addTrainingFlags defines the training flags on fs with the method's defaults.
@@ -138,25 +139,45 @@ func addTrainingFlags(fs *flag.FlagSet, run trainrun.Settings, discSteps int, va
 		seed:           fs.Uint64("seed", seed, "seed of every random choice"),
 		quiet:          fs.Bool("quiet", false, "no progress bar"),
 		absorbingFalls: fs.Bool("absorbing-falls", value.AbsorbingFalls, absorbingFallsUsage),
-		refreshRows:    addRefreshRowsFlag(fs, value.RefreshRows),
+		pass:           addWeightPassFlags(fs, value),
 	}
 }
 
-// addRefreshRowsFlag defines --refresh-rows (dice.ValueConfig.RefreshRows) with a method's default.
-func addRefreshRowsFlag(fs *flag.FlagSet, def int) *int {
-	return fs.Int("refresh-rows", def, "rows whose V each iteration's weight pass re-evaluates, in turn (0: every row)")
+// weightPassFlags are the whole-set weight pass's settings (dice.ValueConfig.RefreshRows and
+// MinESSShare), with a method's defaults.
+type weightPassFlags struct {
+	refreshRows *int
+	minESSShare *float64
+}
+
+func addWeightPassFlags(fs *flag.FlagSet, def dice.ValueConfig) *weightPassFlags {
+	return &weightPassFlags{
+		refreshRows: fs.Int("refresh-rows", def.RefreshRows, "rows whose V each iteration's weight pass re-evaluates, in turn (0: every row)"),
+		minESSShare: fs.Float64("min-ess-share", def.MinESSShare, "cap each transition's TD residual at its value at this top share of the offline set before the softmax, "+
+			"so that the weights' effective sample size is at least that share of the set (ours; 0: the paper's softmax)"),
+	}
+}
+
+func (f *weightPassFlags) check() error {
+	switch {
+	case *f.refreshRows < 0:
+		return usagef("--refresh-rows %d: want a count >= 0", *f.refreshRows)
+	case !(*f.minESSShare >= 0 && *f.minESSShare <= 1):
+		return usagef("--min-ess-share %v: want a share in [0, 1]", *f.minESSShare)
+	}
+	return nil
 }
 
 // applyLearners sets the value and policy learners' batch, falls and weight pass to the flags'.
 func (f *trainingFlags) applyLearners(v *dice.ValueConfig, p *wbc.Config) {
-	applyLearners(v, p, *f.batch, *f.absorbingFalls, *f.refreshRows, f.policy)
+	applyLearners(v, p, *f.batch, *f.absorbingFalls, f.pass, f.policy)
 }
 
 // applyLearners sets the flags every method's value and policy learners share (train
 // dualforce's too, which defines them beside its own).
-func applyLearners(v *dice.ValueConfig, p *wbc.Config, batch int, absorbingFalls bool, refreshRows int, policy *policyFlags) {
+func applyLearners(v *dice.ValueConfig, p *wbc.Config, batch int, absorbingFalls bool, pass *weightPassFlags, policy *policyFlags) {
 	v.Batch, v.InitBatch, p.Batch = batch, batch, batch
-	v.AbsorbingFalls, v.RefreshRows = absorbingFalls, refreshRows
+	v.AbsorbingFalls, v.RefreshRows, v.MinESSShare = absorbingFalls, *pass.refreshRows, *pass.minESSShare
 	policy.apply(p)
 }
 
@@ -207,11 +228,14 @@ func (f *trainingFlags) check() error {
 	switch {
 	case *f.offline == "" || *f.out == "":
 		return usagef("--offline and --out are required")
-	case *f.iters < 0 || *f.discSteps < 0 || *f.valueSteps < 0 || *f.policySteps < 0 || *f.refreshRows < 0 || *f.batch <= 0 || *f.every <= 0:
-		return usagef("--iters %d, --disc-steps %d, --value-steps %d, --policy-steps %d, --refresh-rows %d, --batch %d, --checkpoint-every %d: want non-negative counts and a positive batch and period",
-			*f.iters, *f.discSteps, *f.valueSteps, *f.policySteps, *f.refreshRows, *f.batch, *f.every)
+	case *f.iters < 0 || *f.discSteps < 0 || *f.valueSteps < 0 || *f.policySteps < 0 || *f.batch <= 0 || *f.every <= 0:
+		return usagef("--iters %d, --disc-steps %d, --value-steps %d, --policy-steps %d, --batch %d, --checkpoint-every %d: want non-negative counts and a positive batch and period",
+			*f.iters, *f.discSteps, *f.valueSteps, *f.policySteps, *f.batch, *f.every)
 	}
 	if err := f.policy.check(); err != nil {
+		return err
+	}
+	if err := f.pass.check(); err != nil {
 		return err
 	}
 	if *f.expert == "" {

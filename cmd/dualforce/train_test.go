@@ -99,15 +99,16 @@ func TestTrainResumeExport(t *testing.T) {
 		t.Fatalf("default run: %v, absorbing falls %v (want SMODICE's default, absorbing)", err, err == nil && ck.Config.Value.AbsorbingFalls)
 	}
 
-	// --absorbing-falls=false (the spec's terminal value) and --refresh-rows reach the value
-	// learner's configuration the run keeps; SMODICE's default refresh is 0, every row.
+	// --absorbing-falls=false (the spec's terminal value), --refresh-rows and --min-ess-share
+	// reach the value learner's configuration the run keeps; SMODICE's default refresh is 0,
+	// every row, and its default weights the paper's softmax.
 	spec := filepath.Join(dir, "spec")
-	mustRun(t, append(common, "--out", spec, "--iters", "1", "--absorbing-falls=false", "--refresh-rows", "3000")...)
-	if ck, err := smodice.Read(filepath.Join(spec, trainrun.CheckpointFile)); err != nil || ck.Config.Value.AbsorbingFalls || ck.Config.Value.RefreshRows != 3000 {
-		t.Fatalf("--absorbing-falls=false --refresh-rows 3000 run: %v, stored %+v", err, ck.Config.Value)
+	mustRun(t, append(common, "--out", spec, "--iters", "1", "--absorbing-falls=false", "--refresh-rows", "3000", "--min-ess-share", "0.05")...)
+	if ck, err := smodice.Read(filepath.Join(spec, trainrun.CheckpointFile)); err != nil || ck.Config.Value.AbsorbingFalls || ck.Config.Value.RefreshRows != 3000 || ck.Config.Value.MinESSShare != 0.05 {
+		t.Fatalf("--absorbing-falls=false --refresh-rows 3000 --min-ess-share 0.05 run: %v, stored %+v", err, ck.Config.Value)
 	}
-	if ck, err := smodice.Read(filepath.Join(straight, trainrun.CheckpointFile)); err != nil || ck.Config.Value.RefreshRows != 0 {
-		t.Fatalf("default run: %v, refresh rows %d (want every row)", err, ck.Config.Value.RefreshRows)
+	if ck, err := smodice.Read(filepath.Join(straight, trainrun.CheckpointFile)); err != nil || ck.Config.Value.RefreshRows != 0 || ck.Config.Value.MinESSShare != 0 {
+		t.Fatalf("default run: %v, refresh rows %d, ESS share %g (want every row, the softmax)", err, ck.Config.Value.RefreshRows, ck.Config.Value.MinESSShare)
 	}
 }
 
@@ -189,6 +190,8 @@ func TestTrainingCommandsRefuseBadInput(t *testing.T) {
 		{"zero batch", []string{"train", "smodice", "--offline", data, "--out", run, "--batch", "0"}, 2, "positive batch"},
 		{"negative refresh rows", []string{"train", "smodice", "--offline", data, "--out", run, "--refresh-rows", "-1"}, 2, "--refresh-rows -1"},
 		{"doi: negative refresh rows", []string{"train", "doi", "--offline", data, "--out", run, "--refresh-rows", "-1"}, 2, "--refresh-rows -1"},
+		{"negative ESS share", []string{"train", "smodice", "--offline", data, "--out", run, "--min-ess-share", "-0.1"}, 2, "--min-ess-share -0.1"},
+		{"doi: ESS share over 1", []string{"train", "doi", "--offline", data, "--out", run, "--min-ess-share", "1.5"}, 2, "--min-ess-share 1.5"},
 		{"missing file", []string{"train", "smodice", "--offline", filepath.Join(dir, "nope.npz"), "--out", run}, 1, "no such file"},
 		{"missing expert", []string{"train", "smodice", "--offline", data, "--expert", data + ".none", "--out", run}, 1, "no such file"},
 		{"offline file as expert", []string{"train", "smodice", "--offline", data, "--expert", data, "--out", run}, 1, "kind"},

@@ -467,6 +467,9 @@ func TestNewValueRejectsBadInput(t *testing.T) {
 		{"gamma 1", data, reward, func(c *ValueConfig) { c.Gamma = 1 }, func(err error) bool { return errors.Is(err, ErrConfig) }},
 		{"zero batch", data, reward, func(c *ValueConfig) { c.Batch = 0 }, func(err error) bool { return errors.Is(err, ErrConfig) }},
 		{"negative latent", data, reward, func(c *ValueConfig) { c.Latent = -1 }, func(err error) bool { return errors.Is(err, ErrConfig) }},
+		{"negative ESS share", data, reward, func(c *ValueConfig) { c.MinESSShare = -0.1 }, func(err error) bool { return errors.Is(err, ErrConfig) }},
+		{"ESS share over 1", data, reward, func(c *ValueConfig) { c.MinESSShare = 1.5 }, func(err error) bool { return errors.Is(err, ErrConfig) }},
+		{"NaN ESS share", data, reward, func(c *ValueConfig) { c.MinESSShare = math.NaN() }, func(err error) bool { return errors.Is(err, ErrConfig) }},
 		{"zero-width layer", data, reward, func(c *ValueConfig) { c.Hidden = []int{0} }, func(err error) bool { return err != nil }},
 	}
 	for _, tc := range tests {
@@ -523,5 +526,83 @@ func TestPolyakAndEstimates(t *testing.T) {
 	psi := SuccessorFeatures(w, []float32{1, 0, 0, 1, 2, 2, 9, 9}, 2)
 	if !slices.Equal(psi, []float32{1, 0.75}) {
 		t.Errorf("successor features %v, want [1 0.75]", psi)
+	}
+}
+
+// TestKthLargest checks the quickselect against a sort, on values with and
+// without ties, in every order, for every k.
+func TestKthLargest(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	random := make([]float64, 101)
+	for i := range random {
+		random[i] = rng.NormFloat64()
+	}
+	ties := make([]float64, 64)
+	for i := range ties {
+		ties[i] = float64(rng.IntN(4))
+	}
+	ascending := make([]float64, 40)
+	for i := range ascending {
+		ascending[i] = float64(i)
+	}
+	descending := slices.Clone(ascending)
+	slices.Reverse(descending)
+	for _, tc := range []struct {
+		name string
+		x    []float64
+	}{
+		{"one", []float64{2.5}}, {"two", []float64{1, 3}}, {"random", random}, {"ties", ties},
+		{"all equal", []float64{7, 7, 7, 7, 7}}, {"ascending", ascending}, {"descending", descending},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sorted := slices.Clone(tc.x)
+			slices.Sort(sorted)
+			for k := 1; k <= len(tc.x); k++ {
+				if got, want := kthLargest(slices.Clone(tc.x), k), sorted[len(sorted)-k]; got != want {
+					t.Fatalf("k = %d: %v, want %v", k, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestMinESSShareCapsTheWeights: one transition whose reward towers over
+// the rest takes nearly all the weight of the paper's softmax; with
+// MinESSShare the pass caps delta at its k-th largest value (k = ceil(share
+// N)), so that no weight exceeds 1/k and the ESS is at least k, and the
+// weights are the softmax of the capped residuals (checked against a
+// direct computation: rows under the cap keep their ratios).
+func TestMinESSShareCapsTheWeights(t *testing.T) {
+	data, reward, _ := syntheticSet(1000, 5)
+	reward = slices.Clone(reward)
+	reward[7] = 60
+	paper := newValue(t, data, reward, smallConfig())
+	if s := Summarise(weights(t, paper)); s.ESS > 1.01 || s.Max < 0.99 {
+		t.Fatalf("the paper's softmax: ESS %.3f, max %.3f; want the outlier to hold the weight", s.ESS, s.Max)
+	}
+	for _, share := range []float64{0.001, 0.01, 0.1, 1} {
+		cfg := smallConfig()
+		cfg.MinESSShare = share
+		v := newValue(t, data, reward, cfg)
+		w := slices.Clone(weights(t, v))
+		k := int(math.Ceil(share * float64(data.Len())))
+		s := Summarise(w)
+		if s.ESS < float64(k)*(1-1e-9) || s.Max > (1+1e-9)/float64(k) {
+			t.Fatalf("share %v: ESS %.1f, max %.5f; want ESS >= %d, max <= 1/%d", share, s.ESS, s.Max, k, k)
+		}
+		delta := directDelta(v, data, reward, 0.99, 0)
+		top := slices.Clone(delta)
+		slices.Sort(top)
+		capAt := top[len(top)-k]
+		for i := range delta {
+			delta[i] = min(delta[i], capAt)
+		}
+		want := make([]float64, len(delta))
+		nn.Softmax(delta, want)
+		for i := range w {
+			if math.Abs(w[i]-want[i]) > 1e-5*want[i] {
+				t.Fatalf("share %v: w[%d] = %g, softmax of the capped residuals %g", share, i, w[i], want[i])
+			}
+		}
 	}
 }

@@ -17,6 +17,9 @@
 // Dual-Force's defaults for large sets) makes the whole-set pass an
 // estimator that re-evaluates V on one block of rows per pass and reuses
 // the others' values; Value.StaleError measures its error.
+// ValueConfig.MinESSShare (ours; off by default) caps delta at its value at
+// a top share of the set before the softmax, which bounds every weight and
+// so the effective sample size from below.
 //
 // The trainer never sees which transitions are expert ones: dataset.Offline
 // has no such column and ExpertMass, the only reader of the labels, is a
