@@ -1,6 +1,7 @@
 package dice
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"testing"
@@ -97,14 +98,21 @@ func BenchmarkUpdate8192(b *testing.B) {
 
 // BenchmarkWeights times the whole-set weight pass (V on s and s' of every
 // transition, then the softmax) over benchSetSize locomotion transitions on
-// the default backend; the paper's locomotion set is 19x larger.
+// the default backend, the paper's softmax and with the residuals capped at
+// their top 1% (ValueConfig.MinESSShare); the paper's locomotion set is 19x
+// larger.
 func BenchmarkWeights(b *testing.B) {
 	data, reward := locomotionSet(benchSetSize)
-	v, _ := learners(b, data, reward)
-	_, _ = v.Weights()
-	b.ReportAllocs()
-	for b.Loop() {
-		_, _ = v.Weights()
+	for _, share := range []float64{0, 0.01} {
+		b.Run(fmt.Sprintf("min-ess-share=%g", share), func(b *testing.B) {
+			v, _ := learners(b, data, reward)
+			v.cfg.MinESSShare = share
+			_, _ = v.Weights()
+			b.ReportAllocs()
+			for b.Loop() {
+				_, _ = v.Weights()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchSetSize, "ns/transition")
+		})
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchSetSize, "ns/transition")
 }
