@@ -48,7 +48,7 @@ if given, must name the run it started with.
 func runTrainDOI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	def := doi.DefaultConfig()
 	fs := newFlagSet("train doi", trainDOIUsage, stderr)
-	tf := addTrainingFlags(fs, def.Run, def.DiscSteps, def.Value, def.ValueSteps, def.PolicySteps, def.Policy, def.Seed)
+	tf := addTrainingFlags(fs, def.Run, def.DiscSteps, def.Value, def.ValueSteps, def.PolicySteps, def.Policy, def.Seed, false)
 	nSkills := fs.Int("skills", def.Skills, "number of skills n")
 	eps := fs.Float64("eps", def.Epsilon, "constraint bound eps on phi_z (paper: locomotion 4, navigation 1)")
 	disdain := fs.Float64("disdain", 0, "weight of the DISDAIN bonus (0: plain DOI)")
@@ -65,7 +65,6 @@ func runTrainDOI(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	cfg := def
 	cfg.Run, cfg.DiscSteps, cfg.Seed, cfg.Skills = tf.settings(), *tf.discSteps, *tf.seed, *nSkills
 	cfg.ValueSteps, cfg.PolicySteps, cfg.Epsilon, cfg.FixedMu = *tf.valueSteps, *tf.policySteps, *eps, *dagger
-	tf.applyLearners(&cfg.Value, &cfg.Policy)
 	if *disdain > 0 {
 		cfg.DISDAIN, cfg.Ensemble = *disdain, *ensemble
 	}
@@ -73,6 +72,7 @@ func runTrainDOI(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
+	tf.applyLearners(&cfg.Value, &cfg.Policy, data.Task)
 	var expertCk *smodice.Checkpoint
 	if *expertRun != "" {
 		if expertCk, err = smodice.Read(filepath.Join(*expertRun, trainrun.CheckpointFile)); err != nil {

@@ -13,6 +13,8 @@ import (
 	"github.com/dualforce/dualforce/trainer/bc"
 	"github.com/dualforce/dualforce/trainer/datafile"
 	"github.com/dualforce/dualforce/trainer/datafile/datafiletest"
+	"github.com/dualforce/dualforce/trainer/dice"
+	"github.com/dualforce/dualforce/trainer/prep"
 	trainrun "github.com/dualforce/dualforce/trainer/run"
 	"github.com/dualforce/dualforce/trainer/smodice"
 	"github.com/dualforce/dualforce/trainer/wbc"
@@ -192,6 +194,8 @@ func TestTrainingCommandsRefuseBadInput(t *testing.T) {
 		{"doi: negative refresh rows", []string{"train", "doi", "--offline", data, "--out", run, "--refresh-rows", "-1"}, 2, "--refresh-rows -1"},
 		{"negative ESS share", []string{"train", "smodice", "--offline", data, "--out", run, "--min-ess-share", "-0.1"}, 2, "--min-ess-share -0.1"},
 		{"doi: ESS share over 1", []string{"train", "doi", "--offline", data, "--out", run, "--min-ess-share", "1.5"}, 2, "--min-ess-share 1.5"},
+		{"ESS share -2", []string{"train", "smodice", "--offline", data, "--out", run, "--min-ess-share", "-2"}, 2, "--min-ess-share -2: want a share in [0, 1] or -1 (the task's)"},
+		{"doi: no task's ESS share", []string{"train", "doi", "--offline", data, "--out", run, "--min-ess-share", "-1"}, 2, "--min-ess-share -1: want a share in [0, 1]"},
 		{"missing file", []string{"train", "smodice", "--offline", filepath.Join(dir, "nope.npz"), "--out", run}, 1, "no such file"},
 		{"missing expert", []string{"train", "smodice", "--offline", data, "--expert", data + ".none", "--out", run}, 1, "no such file"},
 		{"offline file as expert", []string{"train", "smodice", "--offline", data, "--expert", data, "--out", run}, 1, "kind"},
@@ -255,6 +259,35 @@ func TestPolicyFlags(t *testing.T) {
 		}
 		if err := p.check(); err == nil {
 			t.Errorf("%v accepted", bad)
+		}
+	}
+}
+
+// TestMinESSShareByTask: train smodice's --min-ess-share defaults to -1, the task's share
+// (navigation's cap, locomotion's softmax); a given share is kept for every task; the other
+// methods default to the paper's softmax.
+func TestMinESSShareByTask(t *testing.T) {
+	smodiceFlags := addWeightPassFlags(flag.NewFlagSet("smodice", flag.ContinueOnError), dice.ValueConfig{}, true)
+	doiFlags := addWeightPassFlags(flag.NewFlagSet("doi", flag.ContinueOnError), dice.ValueConfig{}, false)
+	given := 0.05
+	explicit := &weightPassFlags{refreshRows: new(int), minESSShare: &given, byTask: true}
+	for _, tc := range []struct {
+		name  string
+		flags *weightPassFlags
+		task  string
+		want  float64
+	}{
+		{"smodice navigation", smodiceFlags, prep.TaskNavigation, 0.01},
+		{"smodice locomotion", smodiceFlags, prep.TaskLocomotion, 0},
+		{"given share, navigation", explicit, prep.TaskNavigation, 0.05},
+		{"given share, locomotion", explicit, prep.TaskLocomotion, 0.05},
+		{"doi navigation", doiFlags, prep.TaskNavigation, 0},
+	} {
+		if err := tc.flags.check(); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := tc.flags.share(tc.task); got != tc.want {
+			t.Errorf("%s: share %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
