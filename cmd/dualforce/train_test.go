@@ -291,3 +291,26 @@ func TestMinESSShareByTask(t *testing.T) {
 		}
 	}
 }
+
+// TestSMODICETakesTheTaskShare: a train smodice run without --min-ess-share keeps its data's
+// task's share in its configuration (the registry's locomotion share raised for the test, so
+// that it differs from no share). Not parallel: it edits the task registry and restores it.
+func TestSMODICETakesTheTaskShare(t *testing.T) {
+	loco := prep.Tasks[prep.TaskLocomotion]
+	t.Cleanup(func() { prep.Tasks[prep.TaskLocomotion] = loco })
+	raised := loco
+	raised.ExpertMinESSShare = 0.02
+	prep.Tasks[prep.TaskLocomotion] = raised
+
+	dir := t.TempDir()
+	data := writeSynthetic(t, dir)
+	run := filepath.Join(dir, "run")
+	mustRun(t, "train", "smodice", "--offline", data, "--disc-steps", "30", "--batch", "64", "--check-rollouts", "0", "--quiet", "--out", run, "--iters", "1")
+	ck, err := smodice.Read(filepath.Join(run, trainrun.CheckpointFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ck.Config.Value.MinESSShare; got != 0.02 {
+		t.Fatalf("default run stored the share %v; want the task's, 0.02", got)
+	}
+}
