@@ -81,7 +81,7 @@ share becomes sigmoid(mu_i + kp (phi_i - eps)), so a violated constraint raises 
 --min-ess-share S caps each skill's TD residuals at their top share S before the softmax, as
 for train smodice (its --help says why; ours, off by default here). On the paper-scale
 navigation set (seed 1, 1200 iterations, the shipped recipe's flags) the cap 0.01 kept every
-skill's effective sample size above 350,000, but the constraint then stayed near eps and the
+skill's effective sample size above 345,000, but the constraint then stayed near eps and the
 multipliers at their floor (sigmoid(mu) 0.05-0.09): the skills followed the diversity reward,
 reached the goal in at most 43% of 30 rollouts, and switching got 37 / 43 / 37 / 23% (open,
 fence left, fence right, both) against the shipped bank's 87 / 83 / 50 / 60%.

@@ -190,7 +190,7 @@ func (f *weightPassFlags) check() error {
 	switch {
 	case *f.refreshRows < 0:
 		return usagef("--refresh-rows %d: want a count >= 0", *f.refreshRows)
-	case f.byTask && *f.minESSShare == -1:
+	case f.byTask && *f.minESSShare == -1: // the task's share, resolved once the data are read
 	case !(*f.minESSShare >= 0 && *f.minESSShare <= 1):
 		if f.byTask {
 			return usagef("--min-ess-share %v: want a share in [0, 1] or -1 (the task's)", *f.minESSShare)
