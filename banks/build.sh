@@ -34,9 +34,10 @@ task=${1:?usage: banks/build.sh locomotion|navigation}
 # defaults: the SMODICE-expert (its discriminator's r_E for FRE and Dual-Force, its bank the
 # evaluation's baseline and filter), the FRE, Dual-Force; except the policy's learning rate
 # and averaging, pinned to what the shipped bank was built with (3e-4, the last iterate), and
-# the SMODICE-expert's weights the paper's softmax as then (today's navigation default caps
-# them, train smodice --help; the expert sets the evaluation's filter). With
-# today's navigation defaults (1e-3, averaged) the same seed's skills take the box on the left
+# the SMODICE-expert's weights the paper's softmax over every row in every pass as then
+# (today's navigation defaults cap them, refresh them in blocks and keep 3e-4 and the last
+# iterate, train smodice --help; the expert sets the evaluation's filter). With
+# Dual-Force's defaults (1e-3, averaged) the same seed's skills take the box on the left
 # and over, none on the right, and reach the goal with the left side fenced 0-50% of the time
 # (the shipped bank's best 80%). Measured on two quiet cores: collect 5 min, SMODICE 90 min,
 # FRE 33 min, Dual-Force 36 min, evaluation 5 min; about three hours.
@@ -57,7 +58,7 @@ locomotion)
 	;;
 navigation)
 	scale=paper fre_flags=()
-	smodice_flags=(--policy-lr 0.0003 --policy-average 0 --min-ess-share 0)
+	smodice_flags=(--policy-lr 0.0003 --policy-average 0 --min-ess-share 0 --refresh-rows 0)
 	df_flags=(--policy-lr 0.0003 --policy-average 0)
 	eval_flags=(--max-latents 15 --fences --after-switch --obs-clip 5)
 	;;

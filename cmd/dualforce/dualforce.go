@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -74,7 +75,7 @@ iterations are kept, spread evenly over the run, and taken in turn. On the 125,0
 locomotion set (seed 1, 1,000 iterations) 18 of 30 evaluated latents passed the filter with
 the default 3 steps, 4 of 30 with --rehearsal-steps 0 (the paper's policy update).
 
---l0 and --eps default to the task's values (` + taskDefaults() + `);
+--l0 and --eps default to the task's values (` + perTask(func(t prep.Task) string { return fmt.Sprintf("%g and %g", t.L0, t.Eps) }) + `);
 --policy-lr, --policy-average and --policy-components are train smodice's (its --help says why).
 --mu-kp adds a proportional term to the multipliers (ours, off by default): the imitation
 share becomes sigmoid(mu_i + kp (phi_i - eps)), so a violated constraint raises it at once.
@@ -94,18 +95,11 @@ checkpoint and ends with the same bank, bit for bit, as an uninterrupted run; on
 --checkpoint-every and --check-rollouts may change between the two.
 `
 
-// taskDefaults lists every task's l0 and eps.
-func taskDefaults() string {
+// perTask lists value for every task by name: "locomotion ..., navigation ...".
+func perTask(value func(prep.Task) string) string {
 	var parts []string
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for name := range prep.Tasks {
-			if !yield(name) {
-				return
-			}
-		}
-	}) {
-		t := prep.Tasks[name]
-		parts = append(parts, fmt.Sprintf("%s %g and %g", name, t.L0, t.Eps))
+	for _, name := range slices.Sorted(maps.Keys(prep.Tasks)) {
+		parts = append(parts, name+" "+value(prep.Tasks[name]))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -135,7 +129,7 @@ func runTrainDualForce(ctx context.Context, args []string, stdout, stderr io.Wri
 	rehearsalRows := fs.Int("rehearsal-rows", def.Loop.RehearsalRows, "rows of an earlier iteration's weights kept for rehearsal")
 	rehearsalKeep := fs.Int("rehearsal-keep", def.Loop.RehearsalKeep, "earlier iterations kept for rehearsal per skill, spread evenly over the run")
 	hidden := fs.Int("hidden", def.Value.Hidden[0], "width of the value and policy networks' two hidden layers")
-	policy := addPolicyFlags(fs, def.Policy)
+	policy := addPolicyFlags(fs, def.Policy, false)
 	pass := addWeightPassFlags(fs, def.Value, false)
 	subsets := fs.Int("subsets", 32, "subsets of offline states each latent averages over (m)")
 	pool := fs.Int("fre-pool", defaultFREPool, "the --pool the FRE run was trained with")

@@ -46,7 +46,7 @@ func runFitBC(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	steps := fs.Int("steps", def.Steps, "gradient steps")
 	batch := fs.Int("batch", def.Policy.Batch, "transitions per step")
 	seed := fs.Uint64("seed", def.Seed, "seed of every random choice")
-	policy := addPolicyFlags(fs, def.Policy)
+	policy := addPolicyFlags(fs, def.Policy, false)
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
@@ -65,7 +65,7 @@ func runFitBC(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	cfg := def
 	cfg.Steps, cfg.Policy.Batch, cfg.Seed = *steps, *batch, *seed
-	policy.apply(&cfg.Policy)
+	policy.apply(&cfg.Policy, "")
 
 	off, err := datafile.ReadOffline(*offline)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -77,11 +78,14 @@ weights (about 1.6 us per transition on two cores: 2 s on the paper-scale locomo
 cost of that pass; the policy needs enough steps in total to clone the weighted actions
 (thousands, not hundreds). --refresh-rows N re-evaluates V on one block of N rows per pass,
 in turn, and reuses the other rows' values from earlier iterations, as train dualforce does
-by default (its --help says what that saves and costs); here the default is 0, every row
-every iteration, the pass every SMODICE-expert reported so far was trained with.
+by default (its --help says what that saves and costs). Here the default, -1, is the task's:
+locomotion 0, every row every iteration, the pass its reported results were trained with;
+navigation 131072, what every navigation SMODICE-expert reported was trained with (2000
+iterations in about 32 minutes on two cores; the exact pass would take about 2.8 hours).
 
 The policy's Adam rate and the moving average of its parameters that the bank deploys
-(--policy-lr, --policy-average) default to 1e-3 and 0.99 (ours, every method and task), not
+(--policy-lr, --policy-average) default to -1, the task's: locomotion 1e-3 and 0.99 (ours, every
+method's default), navigation 3e-4 and the last iterate (below). 1e-3 and averaging replaced
 the 3e-4 and last iterate the runs before them used: at 3e-4 the policies were still
 undertrained after the few thousand steps they get. A clone of the navigation expert after
 5,000 steps reached the goal in 73% of 30 rollouts and stopped a median 0.14 m from it (at
@@ -92,8 +96,10 @@ checks' goal rates were higher on average (74% against 58% over iterations 300-1
 10-rollout checks (navigation's then; 30 since) chose iteration 600, at 64% of 100 rollouts,
 over iteration 1000 at 70% (the 3e-4 run's choice: 82%). With its weights capped (below), seed 2
 of the navigation SMODICE-expert reached the goal in 18 of 30 rollouts (2 fell) with these
-defaults and in 23 of 30 (none fell) at 3e-4 and the last iterate, the flags its reported runs
-use. A run started before these defaults resumes with --policy-lr 3e-4 --policy-average 0.
+defaults and in 23 of 30 (none fell) at 3e-4 and the last iterate, which navigation's
+SMODICE-expert has kept since. A run started before 1e-3 and averaging were the defaults
+resumes with --policy-lr 3e-4 --policy-average 0; a navigation run started after that and
+before navigation's own defaults, with --policy-lr 0.001 --policy-average 0.99.
 
 --min-ess-share S caps every transition's TD residual at its value at the top share S of the
 offline set before the whole-set softmax (ours; every method): no transition then carries more
@@ -104,8 +110,9 @@ of transitions again and again (seed 1: an ESS under 2 in 9 of the 12 stretches 
 iterations after the 800th, one transition holding up to 84% of the weight) and the judged
 policy reached the goal in 26 of 30 rollouts (2 fell) with seed 1 and 8 of 30 with seed 2;
 capped at 0.01, in 27 and 23 of 30, none falling, and seed 3 in 22 of 30, 1 falling (all with
---refresh-rows 131072 --policy-lr 0.0003 --policy-average 0; eval --obs-clip 5). A navigation run started before
-this default resumes with --min-ess-share 0.
+navigation's defaults of today; eval --obs-clip 5). A navigation run started before this
+default resumes with --min-ess-share 0 (and one started before the block pass was
+navigation's with --refresh-rows 0).
 
 --policy-components K (default 1) makes the policy a mixture of K Gaussians (every method; the
 bank records the head and the robot deploys the mean of the most probable component). A single
@@ -136,7 +143,7 @@ type trainingFlags struct {
 }
 
 // addTrainingFlags defines the training flags on fs with the method's defaults.
-func addTrainingFlags(fs *flag.FlagSet, run trainrun.Settings, discSteps int, value dice.ValueConfig, valueSteps, policySteps int, policy wbc.Config, seed uint64, shareByTask bool) *trainingFlags {
+func addTrainingFlags(fs *flag.FlagSet, run trainrun.Settings, discSteps int, value dice.ValueConfig, valueSteps, policySteps int, policy wbc.Config, seed uint64, byTask bool) *trainingFlags {
 	return &trainingFlags{
 		offline:        fs.String("offline", "", "offline dataset archive (required)"),
 		expert:         fs.String("expert", "", "expert dataset archive (default: the offline file's <name>_expert.npz)"),
@@ -148,12 +155,12 @@ func addTrainingFlags(fs *flag.FlagSet, run trainrun.Settings, discSteps int, va
 		batch:          fs.Int("batch", value.Batch, "DICE batch (transitions per value and policy step)"),
 		valueSteps:     fs.Int("value-steps", valueSteps, "value steps per iteration (per skill)"),
 		policySteps:    fs.Int("policy-steps", policySteps, "policy steps per iteration (per skill)"),
-		policy:         addPolicyFlags(fs, policy),
+		policy:         addPolicyFlags(fs, policy, byTask),
 		every:          fs.Int("checkpoint-every", run.CheckpointEvery, "iterations between checkpoints"),
 		seed:           fs.Uint64("seed", seed, "seed of every random choice"),
 		quiet:          fs.Bool("quiet", false, "no progress bar"),
 		absorbingFalls: fs.Bool("absorbing-falls", value.AbsorbingFalls, absorbingFallsUsage),
-		pass:           addWeightPassFlags(fs, value, shareByTask),
+		pass:           addWeightPassFlags(fs, value, byTask),
 	}
 }
 
@@ -162,35 +169,43 @@ func addTrainingFlags(fs *flag.FlagSet, run trainrun.Settings, discSteps int, va
 type weightPassFlags struct {
 	refreshRows *int
 	minESSShare *float64
-	// byTask lets --min-ess-share be -1, the task's (prep.Task.ExpertMinESSShare): the
-	// SMODICE-expert's default.
+	// byTask lets both be -1, the task's (prep.Task.Expert): the SMODICE-expert's defaults.
 	byTask bool
 }
 
-// addWeightPassFlags defines --refresh-rows and --min-ess-share with def's values, or with
-// --min-ess-share -1 (the task's) when byTask is set.
+// byTaskUsage is a usage's note on -1, listing each task's SMODICE-expert default as value shows it.
+func byTaskUsage(value func(prep.ExpertDefaults) string) string {
+	return "-1: the task's, " + perTask(func(t prep.Task) string { return value(t.Expert) })
+}
+
+// addWeightPassFlags defines --refresh-rows and --min-ess-share with def's values, or with -1
+// (the task's) when byTask is set.
 func addWeightPassFlags(fs *flag.FlagSet, def dice.ValueConfig, byTask bool) *weightPassFlags {
-	share, usage := def.MinESSShare, "cap each transition's TD residual at its value at this top share of the offline set before the softmax, "+
+	rows, rowsUsage := def.RefreshRows, "rows whose V each iteration's weight pass re-evaluates, in turn (0: every row"
+	share, shareUsage := def.MinESSShare, "cap each transition's TD residual at its value at this top share of the offline set before the softmax, "+
 		"so that the weights' effective sample size is at least that share of the set (ours; 0: the paper's softmax"
 	if byTask {
-		var parts []string
-		for _, name := range slices.Sorted(maps.Keys(prep.Tasks)) {
-			parts = append(parts, fmt.Sprintf("%s %g", name, prep.Tasks[name].ExpertMinESSShare))
-		}
-		share, usage = -1, usage+"; -1: the task's, "+strings.Join(parts, ", ")
+		rows, rowsUsage = -1, rowsUsage+"; "+byTaskUsage(func(e prep.ExpertDefaults) string { return strconv.Itoa(e.RefreshRows) })
+		share, shareUsage = -1, shareUsage+"; "+byTaskUsage(func(e prep.ExpertDefaults) string { return fmt.Sprintf("%g", e.MinESSShare) })
 	}
 	return &weightPassFlags{
-		refreshRows: fs.Int("refresh-rows", def.RefreshRows, "rows whose V each iteration's weight pass re-evaluates, in turn (0: every row)"),
-		minESSShare: fs.Float64("min-ess-share", share, usage+")"),
+		refreshRows: fs.Int("refresh-rows", rows, rowsUsage+")"),
+		minESSShare: fs.Float64("min-ess-share", share, shareUsage+")"),
 		byTask:      byTask,
 	}
 }
 
 func (f *weightPassFlags) check() error {
 	switch {
+	case f.byTask && *f.refreshRows == -1: // the task's, resolved once the data are read
 	case *f.refreshRows < 0:
+		if f.byTask {
+			return usagef("--refresh-rows %d: want a count >= 0 or -1 (the task's)", *f.refreshRows)
+		}
 		return usagef("--refresh-rows %d: want a count >= 0", *f.refreshRows)
-	case f.byTask && *f.minESSShare == -1: // the task's share, resolved once the data are read
+	}
+	switch {
+	case f.byTask && *f.minESSShare == -1:
 	case !(*f.minESSShare >= 0 && *f.minESSShare <= 1):
 		if f.byTask {
 			return usagef("--min-ess-share %v: want a share in [0, 1] or -1 (the task's)", *f.minESSShare)
@@ -200,12 +215,16 @@ func (f *weightPassFlags) check() error {
 	return nil
 }
 
-// share is the --min-ess-share of a run on task's data.
-func (f *weightPassFlags) share(task string) float64 {
-	if *f.minESSShare == -1 {
-		return prep.Tasks[task].ExpertMinESSShare
+// apply sets v's weight pass to the flags' for a run on task's data.
+func (f *weightPassFlags) apply(v *dice.ValueConfig, task string) {
+	expert := prep.Tasks[task].Expert
+	v.RefreshRows, v.MinESSShare = *f.refreshRows, *f.minESSShare
+	if *f.refreshRows == -1 {
+		v.RefreshRows = expert.RefreshRows
 	}
-	return *f.minESSShare
+	if *f.minESSShare == -1 {
+		v.MinESSShare = expert.MinESSShare
+	}
 }
 
 // applyLearners sets the value and policy learners' batch, falls and weight pass to the flags'
@@ -218,8 +237,9 @@ func (f *trainingFlags) applyLearners(v *dice.ValueConfig, p *wbc.Config, task s
 // dualforce's too, which defines them beside its own) for a run on task's data.
 func applyLearners(v *dice.ValueConfig, p *wbc.Config, batch int, absorbingFalls bool, pass *weightPassFlags, policy *policyFlags, task string) {
 	v.Batch, v.InitBatch, p.Batch = batch, batch, batch
-	v.AbsorbingFalls, v.RefreshRows, v.MinESSShare = absorbingFalls, *pass.refreshRows, pass.share(task)
-	policy.apply(p)
+	v.AbsorbingFalls = absorbingFalls
+	pass.apply(v, task)
+	policy.apply(p, task)
 }
 
 // policyFlags are the policy learner's Adam rate, parameter averaging and mixture head
@@ -227,35 +247,72 @@ func applyLearners(v *dice.ValueConfig, p *wbc.Config, batch int, absorbingFalls
 type policyFlags struct {
 	lr, average *float64
 	components  *int
+	// byTask lets the rate and averaging be -1, the task's (prep.Task.Expert, or def's where
+	// the task keeps the learner's): the SMODICE-expert's defaults.
+	byTask bool
+	def    wbc.Config
 }
 
-func addPolicyFlags(fs *flag.FlagSet, def wbc.Config) *policyFlags {
+// addPolicyFlags defines the policy flags with def's values, or with -1 (the task's) for the
+// rate and averaging when byTask is set.
+func addPolicyFlags(fs *flag.FlagSet, def wbc.Config, byTask bool) *policyFlags {
+	lr, lrUsage := def.LR, "the policy's Adam learning rate"
+	average, averageUsage := def.Average, "decay per policy step of the moving average of the policy's parameters that the bank deploys "+
+		"(Polyak-Ruppert averaging of the iterates; 0: the last iterate"
+	if byTask {
+		lr, lrUsage = -1, lrUsage+" ("+byTaskUsage(func(e prep.ExpertDefaults) string { return fmt.Sprintf("%g", taskPolicy(e, def).LR) })+")"
+		average, averageUsage = -1, averageUsage+"; "+byTaskUsage(func(e prep.ExpertDefaults) string { return fmt.Sprintf("%g", taskPolicy(e, def).Average) })
+	}
 	return &policyFlags{
-		lr: fs.Float64("policy-lr", def.LR, "the policy's Adam learning rate"),
-		average: fs.Float64("policy-average", def.Average, "decay per policy step of the moving average of the policy's parameters that the bank deploys "+
-			"(Polyak-Ruppert averaging of the iterates; 0: the last iterate)"),
+		lr:      fs.Float64("policy-lr", lr, lrUsage),
+		average: fs.Float64("policy-average", average, averageUsage+")"),
 		components: fs.Int("policy-components", max(1, def.Components), fmt.Sprintf("Gaussians in the policy head's mixture (1..%d; 1: a single Gaussian); the deployed action is "+
 			"the most probable component's mean, so a clone of routes round both sides of an obstacle can keep them apart instead of fitting their mean", skills.MaxComponents)),
+		byTask: byTask,
+		def:    def,
 	}
 }
 
+// taskPolicy is the rate and averaging a task's SMODICE-expert defaults to: the task's, or
+// def's where the task keeps the learner's.
+func taskPolicy(e prep.ExpertDefaults, def wbc.Config) wbc.Config {
+	if e.PolicyLR > 0 {
+		def.LR, def.Average = e.PolicyLR, e.PolicyAverage
+	}
+	return def
+}
+
 func (p *policyFlags) check() error {
+	lrByTask, averageByTask := p.byTask && *p.lr == -1, p.byTask && *p.average == -1
+	orTask := ""
+	if p.byTask {
+		orTask = " or -1 (the task's)"
+	}
 	switch {
-	case !(*p.average >= 0 && *p.average < 1):
-		return usagef("--policy-average %v: want a decay in [0, 1)", *p.average)
-	case !(*p.lr > 0) || math.IsInf(*p.lr, 1):
-		return usagef("--policy-lr %v: want a positive learning rate", *p.lr)
+	case !averageByTask && !(*p.average >= 0 && *p.average < 1):
+		return usagef("--policy-average %v: want a decay in [0, 1)%s", *p.average, orTask)
+	case !lrByTask && (!(*p.lr > 0) || math.IsInf(*p.lr, 1)):
+		return usagef("--policy-lr %v: want a positive learning rate%s", *p.lr, orTask)
 	case *p.components < 1 || *p.components > skills.MaxComponents:
 		return usagef("--policy-components %d: want 1..%d", *p.components, skills.MaxComponents)
 	}
 	return nil
 }
 
-// apply sets c's rate, averaging and mixture to the flags'. One component is stored as 0, the
-// zero value, so that the configurations (and checkpoints) of single-Gaussian runs are those
-// written before the mixture head existed, and such runs resume.
-func (p *policyFlags) apply(c *wbc.Config) {
+// apply sets c's rate, averaging and mixture to the flags' for a run on task's data. One
+// component is stored as 0, the zero value, so that the configurations (and checkpoints) of
+// single-Gaussian runs are those written before the mixture head existed, and such runs resume.
+func (p *policyFlags) apply(c *wbc.Config, task string) {
 	c.LR, c.Average, c.Components = *p.lr, *p.average, 0
+	if p.byTask {
+		own := taskPolicy(prep.Tasks[task].Expert, p.def)
+		if *p.lr == -1 {
+			c.LR = own.LR
+		}
+		if *p.average == -1 {
+			c.Average = own.Average
+		}
+	}
 	if *p.components > 1 {
 		c.Components = *p.components
 	}

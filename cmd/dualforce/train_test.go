@@ -190,12 +190,16 @@ func TestTrainingCommandsRefuseBadInput(t *testing.T) {
 		{"unknown method", []string{"train", "ppo"}, 2, "unknown training method"},
 		{"no out", []string{"train", "smodice", "--offline", data}, 2, "--offline and --out are required"},
 		{"zero batch", []string{"train", "smodice", "--offline", data, "--out", run, "--batch", "0"}, 2, "positive batch"},
-		{"negative refresh rows", []string{"train", "smodice", "--offline", data, "--out", run, "--refresh-rows", "-1"}, 2, "--refresh-rows -1"},
+		{"refresh rows -2", []string{"train", "smodice", "--offline", data, "--out", run, "--refresh-rows", "-2"}, 2, "--refresh-rows -2: want a count >= 0 or -1 (the task's)"},
 		{"doi: negative refresh rows", []string{"train", "doi", "--offline", data, "--out", run, "--refresh-rows", "-1"}, 2, "--refresh-rows -1"},
 		{"negative ESS share", []string{"train", "smodice", "--offline", data, "--out", run, "--min-ess-share", "-0.1"}, 2, "--min-ess-share -0.1"},
 		{"doi: ESS share over 1", []string{"train", "doi", "--offline", data, "--out", run, "--min-ess-share", "1.5"}, 2, "--min-ess-share 1.5"},
 		{"ESS share -2", []string{"train", "smodice", "--offline", data, "--out", run, "--min-ess-share", "-2"}, 2, "--min-ess-share -2: want a share in [0, 1] or -1 (the task's)"},
 		{"doi: no task's ESS share", []string{"train", "doi", "--offline", data, "--out", run, "--min-ess-share", "-1"}, 2, "--min-ess-share -1: want a share in [0, 1]"},
+		{"policy rate -2", []string{"train", "smodice", "--offline", data, "--out", run, "--policy-lr", "-2"}, 2, "--policy-lr -2: want a positive learning rate or -1 (the task's)"},
+		{"policy averaging -0.5", []string{"train", "smodice", "--offline", data, "--out", run, "--policy-average", "-0.5"}, 2, "--policy-average -0.5: want a decay in [0, 1) or -1 (the task's)"},
+		{"doi: no task's policy rate", []string{"train", "doi", "--offline", data, "--out", run, "--policy-lr", "-1"}, 2, "--policy-lr -1: want a positive learning rate"},
+		{"doi: no task's policy averaging", []string{"train", "doi", "--offline", data, "--out", run, "--policy-average", "-1"}, 2, "--policy-average -1: want a decay in [0, 1)"},
 		{"missing file", []string{"train", "smodice", "--offline", filepath.Join(dir, "nope.npz"), "--out", run}, 1, "no such file"},
 		{"missing expert", []string{"train", "smodice", "--offline", data, "--expert", data + ".none", "--out", run}, 1, "no such file"},
 		{"offline file as expert", []string{"train", "smodice", "--offline", data, "--expert", data, "--out", run}, 1, "kind"},
@@ -238,7 +242,7 @@ func TestPolicyFlags(t *testing.T) {
 		{[]string{"--policy-components", "3"}, def.LR, def.Average, 3},
 	} {
 		fs := flag.NewFlagSet("test", flag.ContinueOnError)
-		p := addPolicyFlags(fs, def)
+		p := addPolicyFlags(fs, def, false)
 		if err := fs.Parse(tc.args); err != nil {
 			t.Fatal(err)
 		}
@@ -246,14 +250,14 @@ func TestPolicyFlags(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := wbc.Config{LR: 1, Average: 0.5, Components: 7}
-		p.apply(&c)
+		p.apply(&c, prep.TaskNavigation)
 		if c.LR != tc.lr || c.Average != tc.average || c.Components != tc.components {
 			t.Errorf("%v: rate %g, average %g, components %d; want %g, %g, %d", tc.args, c.LR, c.Average, c.Components, tc.lr, tc.average, tc.components)
 		}
 	}
 	for _, bad := range [][]string{{"--policy-lr", "-1"}, {"--policy-lr", "0"}, {"--policy-lr", "NaN"}, {"--policy-average", "1"}, {"--policy-average", "-0.5"}, {"--policy-lr", "+Inf"}, {"--policy-components", "0"}, {"--policy-components", "17"}} {
 		fs := flag.NewFlagSet("test", flag.ContinueOnError)
-		p := addPolicyFlags(fs, def)
+		p := addPolicyFlags(fs, def, false)
 		if err := fs.Parse(bad); err != nil {
 			t.Fatal(err)
 		}
@@ -263,44 +267,67 @@ func TestPolicyFlags(t *testing.T) {
 	}
 }
 
-// TestMinESSShareByTask: train smodice's --min-ess-share defaults to -1, the task's share
-// (navigation's cap, locomotion's softmax); a given share is kept for every task; the other
-// methods default to the paper's softmax.
-func TestMinESSShareByTask(t *testing.T) {
-	smodiceFlags := addWeightPassFlags(flag.NewFlagSet("smodice", flag.ContinueOnError), dice.ValueConfig{}, true)
-	doiFlags := addWeightPassFlags(flag.NewFlagSet("doi", flag.ContinueOnError), dice.ValueConfig{}, false)
-	given := 0.05
-	explicit := &weightPassFlags{refreshRows: new(int), minESSShare: &given, byTask: true}
-	for _, tc := range []struct {
-		name  string
-		flags *weightPassFlags
-		task  string
-		want  float64
-	}{
-		{"smodice navigation", smodiceFlags, prep.TaskNavigation, 0.01},
-		{"smodice locomotion", smodiceFlags, prep.TaskLocomotion, 0},
-		{"given share, navigation", explicit, prep.TaskNavigation, 0.05},
-		{"given share, locomotion", explicit, prep.TaskLocomotion, 0.05},
-		{"doi navigation", doiFlags, prep.TaskNavigation, 0},
-	} {
-		if err := tc.flags.check(); err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
+// TestSMODICEDefaultsByTask: train smodice's weight pass and policy flags default to -1, the
+// task's (navigation's cap, blocks, 3e-4 and last iterate; locomotion's softmax, exact pass
+// and the learner's own rate and averaging); given values are kept for every task; the other
+// methods default to their own values whatever the task.
+func TestSMODICEDefaultsByTask(t *testing.T) {
+	value := dice.ValueConfig{RefreshRows: 7, MinESSShare: 0.5}
+	policy := wbc.DefaultConfig()
+	flags := func(byTask bool, args ...string) (*weightPassFlags, *policyFlags) {
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		pass, pol := addWeightPassFlags(fs, value, byTask), addPolicyFlags(fs, policy, byTask)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
 		}
-		if got := tc.flags.share(tc.task); got != tc.want {
-			t.Errorf("%s: share %v, want %v", tc.name, got, tc.want)
+		if err := pass.check(); err != nil {
+			t.Fatal(err)
+		}
+		if err := pol.check(); err != nil {
+			t.Fatal(err)
+		}
+		return pass, pol
+	}
+	type want struct {
+		rows               int
+		share, lr, average float64
+	}
+	given := []string{"--refresh-rows", "5", "--min-ess-share", "0.05", "--policy-lr", "2e-4", "--policy-average", "0.5"}
+	for _, tc := range []struct {
+		name   string
+		byTask bool
+		args   []string
+		task   string
+		want   want
+	}{
+		{"smodice navigation", true, nil, prep.TaskNavigation, want{131072, 0.01, 3e-4, 0}},
+		{"smodice locomotion", true, nil, prep.TaskLocomotion, want{0, 0, policy.LR, policy.Average}},
+		{"given, navigation", true, given, prep.TaskNavigation, want{5, 0.05, 2e-4, 0.5}},
+		{"given, locomotion", true, given, prep.TaskLocomotion, want{5, 0.05, 2e-4, 0.5}},
+		{"smodice navigation, rate given", true, []string{"--policy-lr", "1e-3"}, prep.TaskNavigation, want{131072, 0.01, 1e-3, 0}},
+		{"doi navigation", false, nil, prep.TaskNavigation, want{7, 0.5, policy.LR, policy.Average}},
+	} {
+		pass, pol := flags(tc.byTask, tc.args...)
+		var v dice.ValueConfig
+		var p wbc.Config
+		pass.apply(&v, tc.task)
+		pol.apply(&p, tc.task)
+		if got := (want{v.RefreshRows, v.MinESSShare, p.LR, p.Average}); got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
 }
 
-// TestSMODICETakesTheTaskShare: a train smodice run without --min-ess-share keeps its data's
-// task's share in its configuration (the registry's locomotion share raised for the test, so
-// that it differs from no share). Not parallel: it edits the task registry and restores it.
-func TestSMODICETakesTheTaskShare(t *testing.T) {
+// TestSMODICETakesTheTaskDefaults: a train smodice run without the weight pass and policy
+// flags keeps its data's task's defaults in its configuration (the registry's locomotion
+// defaults changed for the test, so that they differ from every method's). Not parallel: it
+// edits the task registry and restores it.
+func TestSMODICETakesTheTaskDefaults(t *testing.T) {
 	loco := prep.Tasks[prep.TaskLocomotion]
 	t.Cleanup(func() { prep.Tasks[prep.TaskLocomotion] = loco })
-	raised := loco
-	raised.ExpertMinESSShare = 0.02
-	prep.Tasks[prep.TaskLocomotion] = raised
+	changed := loco
+	changed.Expert = prep.ExpertDefaults{MinESSShare: 0.02, RefreshRows: 100, PolicyLR: 2e-4, PolicyAverage: 0.5}
+	prep.Tasks[prep.TaskLocomotion] = changed
 
 	dir := t.TempDir()
 	data := writeSynthetic(t, dir)
@@ -310,7 +337,9 @@ func TestSMODICETakesTheTaskShare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := ck.Config.Value.MinESSShare; got != 0.02 {
-		t.Fatalf("default run stored the share %v; want the task's, 0.02", got)
+	v, p := ck.Config.Value, ck.Config.Policy
+	if v.MinESSShare != 0.02 || v.RefreshRows != 100 || p.LR != 2e-4 || p.Average != 0.5 {
+		t.Fatalf("default run stored share %v, refresh rows %d, policy rate %v, averaging %v; want the task's 0.02, 100, 2e-4, 0.5",
+			v.MinESSShare, v.RefreshRows, p.LR, p.Average)
 	}
 }
