@@ -97,9 +97,9 @@ checks' goal rates were higher on average (74% against 58% over iterations 300-1
 over iteration 1000 at 70% (the 3e-4 run's choice: 82%). With its weights capped (below), seed 2
 of the navigation SMODICE-expert reached the goal in 18 of 30 rollouts (2 fell) with these
 defaults and in 23 of 30 (none fell) at 3e-4 and the last iterate, navigation's defaults
-since. A run started before 1e-3 and averaging were the defaults
-resumes with --policy-lr 3e-4 --policy-average 0; a navigation run started after that and
-before navigation's own defaults, with --policy-lr 0.001 --policy-average 0.99.
+since. A run started before 1e-3 and averaging were the defaults resumes with --policy-lr 3e-4
+--policy-average 0; a navigation run started after that and before navigation's own
+defaults, with --policy-lr 0.001 --policy-average 0.99.
 
 --min-ess-share S caps every transition's TD residual at its value at the top share S of the
 offline set before the whole-set softmax (ours; every method): no transition then carries more
