@@ -62,3 +62,43 @@ func TestClampReach(t *testing.T) {
 }
 
 func dist(a, b [3]float64) float64 { return math.Hypot(math.Hypot(a[0]-b[0], a[1]-b[1]), a[2]-b[2]) }
+
+// TestUnreachableTargetsAreClamped: a trot that does not climb, walking sideways on ground
+// raised nearly to its hips (a wandering behaviour that has run onto a 0.11 m box, its swing
+// height on top), is asked for feet inside its hips' lateral offset; it gets the nearest
+// targets in reach instead of an error that stops a collection, and feet in reach keep the
+// targets they had.
+func TestUnreachableTargetsAreClamped(t *testing.T) {
+	p := DefaultParams()
+	p.VY, p.Kp = -0.4, 0
+	const raise = 0.15
+	flat, _ := NewTrot(p)
+	raised, _ := NewTrot(p)
+	clamped := 0
+	for i := range 18 {
+		qf, err := flat.Targets(0.02, Base{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		qr, err := raised.Targets(0.02, Base{Terrain: func(_, _ float64) float64 { return raise }})
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		for leg := range NumLegs {
+			target := FootPosition(leg, [3]float64(qf[3*leg:3*leg+3]))
+			target[2] += raise
+			got := FootPosition(leg, [3]float64(qr[3*leg:3*leg+3]))
+			want := target
+			if _, err := LegIK(leg, target); err != nil {
+				clamped++
+				want = ClampReach(leg, target)
+			}
+			if math.Abs(got[0]-want[0])+math.Abs(got[1]-want[1])+math.Abs(got[2]-want[2]) > 1e-9 {
+				t.Fatalf("step %d leg %d: target %.4f tracked at %.4f, want %.4f", i, leg, target, got, want)
+			}
+		}
+	}
+	if clamped == 0 {
+		t.Fatal("no foot target was out of reach: the ground is too low to test the clamp")
+	}
+}

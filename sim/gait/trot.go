@@ -1,6 +1,7 @@
 package gait
 
 import (
+	"errors"
 	"fmt"
 	"math"
 )
@@ -187,6 +188,13 @@ func (t *Trot) Targets(dt float64, base Base) ([12]float64, error) {
 			foot = ClampReach(leg, foot)
 		}
 		ql, err := LegIK(leg, foot)
+		if errors.Is(err, ErrUnreachable) {
+			// A gait that does not climb can still be asked for a foot on a high box it
+			// walks into (a wandering behaviour beside a 0.11 m box): the leg tracks the
+			// nearest target in its reach, as a climbing gait's do, rather than stop the
+			// collection. Targets in reach are untouched, so no earlier dataset changes.
+			ql, err = LegIK(leg, ClampReach(leg, foot))
+		}
 		if err != nil {
 			return q, fmt.Errorf("leg %d at %.3f: %w", leg, foot, err)
 		}
