@@ -76,7 +76,9 @@ locomotion set (seed 1, 1,000 iterations) 18 of 30 evaluated latents passed the 
 the default 3 steps, 4 of 30 with --rehearsal-steps 0 (the paper's policy update).
 
 --l0 and --eps default to the task's values (` + perTask(func(t prep.Task) string { return fmt.Sprintf("%g and %g", t.L0, t.Eps) }) + `);
---policy-lr, --policy-average and --policy-components are train smodice's (its --help says why).
+--policy-lr, --policy-average and --policy-components are train smodice's, with every method's
+defaults (1e-3, 0.99, 1) whatever the task (train smodice --help says why, and why navigation's
+SMODICE-expert defaults to 3e-4 and the last iterate).
 --mu-kp adds a proportional term to the multipliers (ours, off by default): the imitation
 share becomes sigmoid(mu_i + kp (phi_i - eps)), so a violated constraint raises it at once.
 --min-ess-share S caps each skill's TD residuals at their top share S before the softmax, as
