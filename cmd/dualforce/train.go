@@ -196,23 +196,22 @@ func addWeightPassFlags(fs *flag.FlagSet, def dice.ValueConfig, byTask bool) *we
 }
 
 func (f *weightPassFlags) check() error {
+	rowsByTask, shareByTask := f.byTask && *f.refreshRows == -1, f.byTask && *f.minESSShare == -1
 	switch {
-	case f.byTask && *f.refreshRows == -1: // the task's, resolved once the data are read
-	case *f.refreshRows < 0:
-		if f.byTask {
-			return usagef("--refresh-rows %d: want a count >= 0 or -1 (the task's)", *f.refreshRows)
-		}
-		return usagef("--refresh-rows %d: want a count >= 0", *f.refreshRows)
-	}
-	switch {
-	case f.byTask && *f.minESSShare == -1:
-	case !(*f.minESSShare >= 0 && *f.minESSShare <= 1):
-		if f.byTask {
-			return usagef("--min-ess-share %v: want a share in [0, 1] or -1 (the task's)", *f.minESSShare)
-		}
-		return usagef("--min-ess-share %v: want a share in [0, 1]", *f.minESSShare)
+	case !rowsByTask && *f.refreshRows < 0:
+		return usagef("--refresh-rows %d: want a count >= 0%s", *f.refreshRows, orTheTask(f.byTask))
+	case !shareByTask && !(*f.minESSShare >= 0 && *f.minESSShare <= 1):
+		return usagef("--min-ess-share %v: want a share in [0, 1]%s", *f.minESSShare, orTheTask(f.byTask))
 	}
 	return nil
+}
+
+// orTheTask ends a refusal of a flag that may be -1, the task's, when byTask is set.
+func orTheTask(byTask bool) string {
+	if byTask {
+		return " or -1 (the task's)"
+	}
+	return ""
 }
 
 // apply sets v's weight pass to the flags' for a run on task's data.
@@ -284,15 +283,11 @@ func taskPolicy(e prep.ExpertDefaults, def wbc.Config) wbc.Config {
 
 func (p *policyFlags) check() error {
 	lrByTask, averageByTask := p.byTask && *p.lr == -1, p.byTask && *p.average == -1
-	orTask := ""
-	if p.byTask {
-		orTask = " or -1 (the task's)"
-	}
 	switch {
 	case !averageByTask && !(*p.average >= 0 && *p.average < 1):
-		return usagef("--policy-average %v: want a decay in [0, 1)%s", *p.average, orTask)
+		return usagef("--policy-average %v: want a decay in [0, 1)%s", *p.average, orTheTask(p.byTask))
 	case !lrByTask && (!(*p.lr > 0) || math.IsInf(*p.lr, 1)):
-		return usagef("--policy-lr %v: want a positive learning rate%s", *p.lr, orTask)
+		return usagef("--policy-lr %v: want a positive learning rate%s", *p.lr, orTheTask(p.byTask))
 	case *p.components < 1 || *p.components > skills.MaxComponents:
 		return usagef("--policy-components %d: want 1..%d", *p.components, skills.MaxComponents)
 	}
