@@ -186,6 +186,19 @@ func TestWalker(t *testing.T) {
 	}
 }
 
+// testNavigator is a navigator on route at the expert's speed and turning rate, 0.3 m clear of
+// the box, as the controller New returns and as its concrete type.
+func testNavigator(t *testing.T, route Route, am skills.ActionMap, l *worlds.Layout) (Controller, *navigator) {
+	t.Helper()
+	spec := Spec{Kind: KindNavigate, Gait: gait.DefaultParams(), Route: route, Clearance: 0.3, HeadingGain: 3}
+	spec.Gait.VX, spec.Gait.YawRate = 0.5, 1.2
+	c, err := New(spec, am, l, rand.New(rand.NewPCG(1, 4)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, c.(*navigator)
+}
+
 func TestNavigatorRoutes(t *testing.T) {
 	l := obstacle(t, "obstacle")
 	box := l.Boxes[0]
@@ -195,13 +208,7 @@ func TestNavigatorRoutes(t *testing.T) {
 		side  float64 // sign of the first waypoint's y relative to the box centre
 		turn  float64 // sign of the first yaw rate from the start heading
 	}{{RouteLeft, 1, 1}, {RouteRight, -1, -1}, {RouteOver, 0, 0}} {
-		spec := Spec{Kind: KindNavigate, Gait: gait.DefaultParams(), Route: tc.route, Clearance: 0.3, HeadingGain: 3}
-		spec.Gait.VX, spec.Gait.YawRate = 0.5, 1.2
-		c, err := New(spec, am, l, rand.New(rand.NewPCG(1, 4)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := c.(*navigator)
+		c, n := testNavigator(t, tc.route, am, l)
 		wp := n.waypoints
 		if len(wp) != 3 || wp[2] != [2]float64{l.Goal.X, l.Goal.Y} {
 			t.Fatalf("%s: waypoints %v", tc.route, wp)
@@ -252,13 +259,7 @@ func TestNavigatorSquaresUpToTheBox(t *testing.T) {
 		{"over: before the run-up point, off to the side", RouteOver, front - 1, 0.4, -0.3, 0, true},
 		{"left: slanted beside the box", RouteLeft, front - 0.2, box.Half[1] + 0.3, 0.5, 1, true},
 	} {
-		spec := Spec{Kind: KindNavigate, Gait: gait.DefaultParams(), Route: tc.route, Clearance: 0.3, HeadingGain: 3}
-		spec.Gait.VX, spec.Gait.YawRate = 0.5, 1.2
-		c, err := New(spec, am, l, rand.New(rand.NewPCG(1, 4)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := c.(*navigator)
+		c, n := testNavigator(t, tc.route, am, l)
 		var a [skills.NumJoints]float32
 		s := &State{Pos: [3]float64{tc.x, cy + tc.dy, 0.24}, RPY: [3]float64{0, 0, tc.yaw}}
 		if err := c.Act(s, &a); err != nil {
