@@ -45,11 +45,8 @@ type navigator struct {
 	next      int
 	goal      worlds.Goal
 	arrived   bool
-	// lane: the first waypoint counts as passed by a base beyond it only within lane of the
-	// box's centre line boxY (the run-up over the box; +Inf for the routes round it).
-	boxY, lane float64
-	// boxFront is the x of the box's near face (the run-up over it; -Inf for the routes round it).
-	boxFront float64
+	// climb is the box the route goes over, nil for the routes round it.
+	climb *worlds.Box
 }
 
 func newNavigator(spec Spec, am skills.ActionMap, l *worlds.Layout, rng *rand.Rand) (*navigator, error) {
@@ -64,7 +61,7 @@ func newNavigator(spec Spec, am skills.ActionMap, l *worlds.Layout, rng *rand.Ra
 	if err != nil {
 		return nil, err
 	}
-	n := &navigator{walker: w, goal: *l.Goal, boxY: box.Center[1], lane: math.Inf(1), boxFront: math.Inf(-1)}
+	n := &navigator{walker: w, goal: *l.Goal}
 	cx, cy, hx, hy := box.Center[0], box.Center[1], box.Half[0], box.Half[1]
 	switch spec.Route {
 	case RouteLeft, RouteRight:
@@ -75,7 +72,7 @@ func newNavigator(spec Spec, am skills.ActionMap, l *worlds.Layout, rng *rand.Ra
 		n.waypoints = [][2]float64{{cx - hx - approach, side}, {cx + hx + approach, side}}
 	case RouteOver:
 		n.waypoints = [][2]float64{{cx - hx - overApproach, cy}, {cx + hx + overApproach, cy}}
-		n.lane, n.boxFront = overLane, cx-hx
+		n.climb = box
 	}
 	n.waypoints = append(n.waypoints, [2]float64{n.goal.X, n.goal.Y})
 	return n, nil
@@ -97,7 +94,7 @@ func (n *navigator) Act(s *State, a *[skills.NumJoints]float32) error {
 	// the side, turns back to it).
 	for n.next < len(n.waypoints)-1 {
 		wp := n.waypoints[n.next]
-		beyond := x >= wp[0] && (n.next > 0 || math.Abs(y-n.boxY) <= n.lane)
+		beyond := x >= wp[0] && (n.next > 0 || n.climb == nil || math.Abs(y-n.climb.Center[1]) <= overLane)
 		if math.Hypot(wp[0]-x, wp[1]-y) > passRadius && !beyond {
 			break
 		}
@@ -111,7 +108,7 @@ func (n *navigator) Act(s *State, a *[skills.NumJoints]float32) error {
 	// Walk towards the waypoint in the base frame, sideways too while the heading catches up,
 	// and slow down on the final approach so the goal is not overrun.
 	speed := n.spec.Gait.VX
-	if n.next == 1 && x < n.boxFront && math.Abs(e) > overSquare {
+	if n.climb != nil && n.next == 1 && x < n.climb.Center[0]-n.climb.Half[0] && math.Abs(e) > overSquare {
 		speed = 0
 	}
 	if n.next == len(n.waypoints)-1 {
