@@ -36,9 +36,7 @@ task=${1:?usage: banks/build.sh locomotion|navigation}
 # and averaging, pinned to what the shipped bank was built with (3e-4, the last iterate), and
 # the SMODICE-expert's weights the paper's softmax over every row in every pass as then
 # (today's navigation defaults cap them, refresh them in blocks and keep 3e-4 and the last
-# iterate, train smodice --help; the expert sets the evaluation's filter). The shipped bank's
-# data predate the over route's climbing gait and its squared run-up (README), so a rebuild
-# trains on today's collection and makes a bank of its own, not the shipped one's bytes. With
+# iterate, train smodice --help; the expert sets the evaluation's filter). With
 # Dual-Force's defaults (1e-3, averaged) the same seed's skills take the box on the left
 # and over, none on the right, and reach the goal with the left side fenced 0-50% of the time
 # (the shipped bank's best 80%). Measured on two quiet cores: collect 5 min, SMODICE 90 min,

@@ -186,19 +186,6 @@ func TestWalker(t *testing.T) {
 	}
 }
 
-// testNavigator is a navigator on route at the expert's speed and turning rate, 0.3 m clear of
-// the box, as the controller New returns and as its concrete type.
-func testNavigator(t *testing.T, route Route, am skills.ActionMap, l *worlds.Layout) (Controller, *navigator) {
-	t.Helper()
-	spec := Spec{Kind: KindNavigate, Gait: gait.DefaultParams(), Route: route, Clearance: 0.3, HeadingGain: 3}
-	spec.Gait.VX, spec.Gait.YawRate = 0.5, 1.2
-	c, err := New(spec, am, l, rand.New(rand.NewPCG(1, 4)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, c.(*navigator)
-}
-
 func TestNavigatorRoutes(t *testing.T) {
 	l := obstacle(t, "obstacle")
 	box := l.Boxes[0]
@@ -208,7 +195,13 @@ func TestNavigatorRoutes(t *testing.T) {
 		side  float64 // sign of the first waypoint's y relative to the box centre
 		turn  float64 // sign of the first yaw rate from the start heading
 	}{{RouteLeft, 1, 1}, {RouteRight, -1, -1}, {RouteOver, 0, 0}} {
-		c, n := testNavigator(t, tc.route, am, l)
+		spec := Spec{Kind: KindNavigate, Gait: gait.DefaultParams(), Route: tc.route, Clearance: 0.3, HeadingGain: 3}
+		spec.Gait.VX, spec.Gait.YawRate = 0.5, 1.2
+		c, err := New(spec, am, l, rand.New(rand.NewPCG(1, 4)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := c.(*navigator)
 		wp := n.waypoints
 		if len(wp) != 3 || wp[2] != [2]float64{l.Goal.X, l.Goal.Y} {
 			t.Fatalf("%s: waypoints %v", tc.route, wp)
@@ -231,42 +224,6 @@ func TestNavigatorRoutes(t *testing.T) {
 		}
 		if !n.arrived || math.Abs(n.trot.P.VX) > 1e-9 {
 			t.Errorf("%s: at the goal arrived=%v, gait speed %.3f", tc.route, n.arrived, n.trot.P.VX)
-		}
-	}
-}
-
-// On the run-up over the box the navigator turns on the spot while its heading is more than
-// overSquare off and walks on once square; a base beyond the run-up point but off the box's
-// centre line turns back to it. The routes round the box walk on either way.
-func TestNavigatorSquaresUpToTheBox(t *testing.T) {
-	l := obstacle(t, "obstacle")
-	box := l.Boxes[0]
-	front, cy := box.Center[0]-box.Half[0], box.Center[1]
-	am := actionMap(t)
-	for _, tc := range []struct {
-		name    string
-		route   Route
-		x, dy   float64 // base position: x, and y from the box's centre line
-		yaw     float64
-		next    int  // waypoint steered to
-		walksOn bool // forward gait speed above zero
-	}{
-		{"over: on the run-up, square", RouteOver, front - 0.2, 0, 0, 1, true},
-		{"over: on the run-up, slanted", RouteOver, front - 0.2, 0, 0.5, 1, false},
-		{"over: on the run-up, slanted the other way", RouteOver, front - 0.2, 0.05, -0.5, 1, false},
-		{"over: on the box, slanted", RouteOver, front + 0.1, 0, 0.5, 1, true},
-		{"over: beyond the run-up point, off to the side", RouteOver, front - 0.2, 0.4, 0, 0, false},
-		{"over: before the run-up point, off to the side", RouteOver, front - 1, 0.4, -0.3, 0, true},
-		{"left: slanted beside the box", RouteLeft, front - 0.2, box.Half[1] + 0.3, 0.5, 1, true},
-	} {
-		c, n := testNavigator(t, tc.route, am, l)
-		var a [skills.NumJoints]float32
-		s := &State{Pos: [3]float64{tc.x, cy + tc.dy, 0.24}, RPY: [3]float64{0, 0, tc.yaw}}
-		if err := c.Act(s, &a); err != nil {
-			t.Fatal(err)
-		}
-		if walks := n.trot.P.VX > 1e-9; n.next != tc.next || walks != tc.walksOn {
-			t.Errorf("%s: steers to waypoint %d at gait speed %.3f, want waypoint %d, walking on %v", tc.name, n.next, n.trot.P.VX, tc.next, tc.walksOn)
 		}
 	}
 }

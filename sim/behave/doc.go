@@ -6,8 +6,7 @@
 //     step height and period; with optional heading drift and action noise it also gives the
 //     sloppy and noisy behaviours of the offline mix.
 //   - Navigate: reaches the goal behind the box of an obstacle layout by going around its left,
-//     around its right, or over the top with high steps, steering a Walk along waypoints (over
-//     the top after a run-up square to the box: from a start beside it, it first lines up).
+//     around its right, or over the top with high steps, steering a Walk along waypoints.
 //   - Random: Gaussian actions around the default pose.
 //
 // Controllers read simulator ground truth (State): they are data generators, not policies, and

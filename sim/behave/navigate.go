@@ -17,13 +17,6 @@ const (
 	approach = 0.4
 	// overApproach is the same for the route over the box: a straight run-up square to it.
 	overApproach = 0.45
-	// overLane is how far (m) the base may be from the box's centre line, across, when it
-	// passes the run-up point: a base farther out climbs a corner at a slant, where the
-	// swing feet miss the box's top (from a start beside a 0.10 m box, 14 of 60 runs fell).
-	overLane = 0.15
-	// overSquare (rad) is the heading error past which the base, on the run-up and not yet at
-	// the box, turns on the spot instead of walking on: a slanted climb falls.
-	overSquare = 0.3
 	// passRadius is how close a waypoint must come before the next one is taken.
 	passRadius = 0.15
 	// arriveFraction of the goal radius is where the navigator stops walking to the goal and
@@ -45,8 +38,6 @@ type navigator struct {
 	next      int
 	goal      worlds.Goal
 	arrived   bool
-	// climb is the box the route goes over, nil for the routes round it.
-	climb *worlds.Box
 }
 
 func newNavigator(spec Spec, am skills.ActionMap, l *worlds.Layout, rng *rand.Rand) (*navigator, error) {
@@ -72,7 +63,6 @@ func newNavigator(spec Spec, am skills.ActionMap, l *worlds.Layout, rng *rand.Ra
 		n.waypoints = [][2]float64{{cx - hx - approach, side}, {cx + hx + approach, side}}
 	case RouteOver:
 		n.waypoints = [][2]float64{{cx - hx - overApproach, cy}, {cx + hx + overApproach, cy}}
-		n.climb = box
 	}
 	n.waypoints = append(n.waypoints, [2]float64{n.goal.X, n.goal.Y})
 	return n, nil
@@ -89,13 +79,10 @@ func (n *navigator) Act(s *State, a *[skills.NumJoints]float32) error {
 		clamp := func(v float64) float64 { return min(max(stationGain*v, -stationSpeed), stationSpeed) }
 		return n.drive(s, clamp(c*dx+sn*dy), clamp(-sn*dx+c*dy), 0, a)
 	}
-	// Waypoints are ordered along +x: one is passed once it is near or behind the base (the
-	// run-up over the box only with the base in its lane: one that started beyond it, off to
-	// the side, turns back to it).
+	// Waypoints are ordered along +x: one is passed once it is near or behind the base.
 	for n.next < len(n.waypoints)-1 {
 		wp := n.waypoints[n.next]
-		beyond := x >= wp[0] && (n.next > 0 || n.climb == nil || math.Abs(y-n.climb.Center[1]) <= overLane)
-		if math.Hypot(wp[0]-x, wp[1]-y) > passRadius && !beyond {
+		if math.Hypot(wp[0]-x, wp[1]-y) > passRadius && x < wp[0] {
 			break
 		}
 		n.next++
@@ -108,9 +95,6 @@ func (n *navigator) Act(s *State, a *[skills.NumJoints]float32) error {
 	// Walk towards the waypoint in the base frame, sideways too while the heading catches up,
 	// and slow down on the final approach so the goal is not overrun.
 	speed := n.spec.Gait.VX
-	if n.climb != nil && n.next == 1 && x < n.climb.Center[0]-n.climb.Half[0] && math.Abs(e) > overSquare {
-		speed = 0
-	}
 	if n.next == len(n.waypoints)-1 {
 		speed = min(speed, 2*math.Hypot(wp[0]-x, wp[1]-y))
 	}

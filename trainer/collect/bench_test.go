@@ -44,9 +44,7 @@ func BenchmarkCollect(b *testing.B) {
 // box on its "over" route as the box grows: one episode of the over mode per iteration in the
 // obstacle world with the box raised to each height, reporting the share that reached the goal
 // by going over the box without a fall (-benchtime 50x: 50 episodes per height). On the 2-core
-// VM (seed 1, the run-up squared to the box): 0.90 crossed at 0.05 m, 0.94-1.00 from 0.06 to
-// 0.11 m (0.94 at 0.10, 0.96 at 0.11), 0.82 at 0.12, 0.50 at 0.13, 0.26 at 0.14; before the
-// run-up was squared, 0.98 at 0.10 and 0.11 m, 0.86 at 0.12, 0.54 at 0.13, 0.30 at 0.14.
+// VM (seed 1): 0.98 crossed at 0.10 and 0.11 m, 0.86 at 0.12, 0.54 at 0.13, 0.30 at 0.14.
 func BenchmarkOverRouteBoxHeight(b *testing.B) {
 	for _, height := range []float64{0.05, 0.06, 0.07, 0.08, 0.09, 0.10, 0.11, 0.12, 0.13, 0.14} {
 		b.Run(fmt.Sprintf("box=%.2fm", height), func(b *testing.B) {

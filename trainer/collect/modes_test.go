@@ -3,15 +3,11 @@ package collect
 import (
 	"errors"
 	"math"
-	"os"
-	"path/filepath"
-	"slices"
 	"testing"
 
 	"github.com/dualforce/dualforce/sim/behave"
 	"github.com/dualforce/dualforce/sim/worlds"
 	"github.com/dualforce/dualforce/skills"
-	"github.com/dualforce/dualforce/trainer/datafile"
 )
 
 // Every clean locomotion mode does what it claims in simulation, through the whole collection
@@ -56,10 +52,8 @@ func TestLocomotionModes(t *testing.T) {
 	}
 }
 
-// The navigation expert reaches the goal in at least 90% of episodes on the routes round the
-// box and 85% over it, with no fences; with the left fence up, the left route fails. (The over
-// route with the experts' DART noise falls now and then on the box: 6 of 100 episodes in the
-// default world, seed 1; 20 episodes cannot tell 94% from 90%.)
+// The navigation expert reaches the goal in at least 90% of episodes on each route with no
+// fences; with the left fence up, the left route fails.
 func TestNavigationRoutes(t *testing.T) {
 	const seconds, episodes = 12.0, 20
 	p := plan(t, TaskNavigation, seconds, map[string]int{"left": episodes, "right": episodes, "over": episodes})
@@ -71,12 +65,8 @@ func TestNavigationRoutes(t *testing.T) {
 		t.Logf("%-5s reached the goal in %d of %d episodes, %d falls, routes %v", m.Name, m.GoalReached, m.Episodes, m.Falls, m.Routes)
 		// A fall ends an episode early and the plan's transitions go on in another, so a
 		// mode that falls has more episodes than planned: the rates are of those it had.
-		want := 90
-		if m.Name == string(behave.RouteOver) {
-			want = 85
-		}
-		if m.Episodes < episodes || m.GoalReached*100 < want*m.Episodes {
-			t.Errorf("%s reached the goal in %d of %d episodes, want at least %d%%", m.Name, m.GoalReached, m.Episodes, want)
+		if m.Episodes < episodes || m.GoalReached*10 < 9*m.Episodes {
+			t.Errorf("%s reached the goal in %d of %d episodes, want at least 90%%", m.Name, m.GoalReached, m.Episodes)
 		}
 		if m.Routes[m.Name]*10 < 9*m.Episodes {
 			t.Errorf("%s went %v past the box in %d episodes, want its own route in at least 90%%", m.Name, m.Routes, m.Episodes)
@@ -238,36 +228,5 @@ func TestOtherSideFence(t *testing.T) {
 	loco.OtherSideFence = 0.5
 	if err := loco.validate(); !errors.Is(err, ErrPlan) {
 		t.Errorf("locomotion with fences: %v, want ErrPlan", err)
-	}
-}
-
-// The over route from starts beside the box, a 0.10 m box: the navigator squares up to the box
-// on the run-up before it climbs (a slanted climb falls), so the scripted route (without the
-// experts' DART noise) still crosses. Measured on these 40 episodes: the goal in 39 of 43 (3
-// falls, each followed by one more episode); before the navigator squared up, 36 of 47 (9 falls).
-func TestOverRouteFromBesideTheBox(t *testing.T) {
-	const episodes = 40
-	world := filepath.Join(t.TempDir(), "beside.yaml")
-	yaml := `name: beside
-friction: 1.0
-start: {x: 0.2, y: 0, yaw: 0}
-box: {x: 1.0, y: 0, length: 0.3, width: 0.8, height: 0.10}
-goal: {x: 2.0, y: 0, radius: 0.25}
-jitter: {start_x: 0.5, start_y: 0.75, start_yaw: 0.8, box_x: 0.15, box_y: 0.2, goal_x: 0.2, goal_y: 0.4}
-`
-	if err := os.WriteFile(world, []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p := plan(t, TaskNavigation, 12, map[string]int{"over": episodes})
-	p.Task.World = world
-	if err := p.SetActionScale(1.2); err != nil { // the climb's knees bend past 0.8 rad
-		t.Fatal(err)
-	}
-	p.Modes[slices.IndexFunc(p.Modes, func(m Mode) bool { return m.Name == "over" })].ExecutionNoise = 0
-	modes := collect(t, p).Manifest.Modes
-	over := modes[slices.IndexFunc(modes, func(m datafile.Mode) bool { return m.Name == "over" })]
-	t.Logf("over route from beside a 0.10 m box: goal in %d of %d episodes, %d falls, routes %v", over.GoalReached, over.Episodes, over.Falls, over.Routes)
-	if over.GoalReached*100 < 85*over.Episodes {
-		t.Errorf("over route from beside the box reached the goal in %d of %d episodes (%d falls), want at least 85%%", over.GoalReached, over.Episodes, over.Falls)
 	}
 }
