@@ -72,8 +72,14 @@ func TestUnreachableTargetsAreClamped(t *testing.T) {
 	p := DefaultParams()
 	p.VY, p.Kp = -0.4, 0
 	const raise = 0.15
-	flat, _ := NewTrot(p)
-	raised, _ := NewTrot(p)
+	flat, err := NewTrot(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raised, err := NewTrot(p)
+	if err != nil {
+		t.Fatal(err)
+	}
 	clamped := 0
 	for i := range 18 {
 		qf, err := flat.Targets(0.02, Base{})
