@@ -176,3 +176,38 @@ func TestRealtimeProcess(t *testing.T) {
 		t.Fatalf("policies %v after restore", got)
 	}
 }
+
+// Restore leaves no thread real-time while threads come and go: each round starts a thread
+// while the process is real-time (a goroutine locked to its thread exits, and the runtime starts
+// another), as a control loop's process does. With a single quiet pass over the thread list,
+// restore left a thread at SCHED_FIFO now and then: one cloned by a thread not yet restored
+// appears in /proc only after the list was read.
+func TestRealtimeProcessRestoresWhileThreadsStart(t *testing.T) {
+	for round := range 50 {
+		restore, err := RealtimeProcess(5)
+		if errors.Is(err, ErrNotPermitted) {
+			t.Skip("needs CAP_SYS_NICE: ", err)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
+			close(done)
+		}()
+		<-done
+		if err := restore(); err != nil {
+			t.Fatal(err)
+		}
+		tids, err := threadIDs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tid := range tids {
+			if attr, err := unix.SchedGetAttr(tid, 0); err == nil && attr.Policy != unix.SCHED_NORMAL {
+				t.Fatalf("round %d: thread %d at policy %d priority %d after restore", round, tid, attr.Policy, attr.Priority)
+			}
+		}
+	}
+}
