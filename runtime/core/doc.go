@@ -20,8 +20,10 @@
 // with the best measured success in the matching fenced world (after a switch there where the
 // bank has that, skills.AfterSwitchWorld; else from the start), then the farthest in successor-
 // feature space; never under a fault, at most once per cooldown, each switch an event saying what
-// was blocked, which latents were weighed and why the chosen one (with no candidate, an
-// EventRouteBlocked once per set of blocked routes, and the skill keeps running). What
+// was blocked, which latents were weighed and why the chosen one. With no route clear, a route
+// that only a stall ruled out (no wall seen on it) is tried again with another of its latents:
+// a stall says one skill got nowhere, a wall that nothing gets through. With no candidate at
+// all, an EventRouteBlocked once per set of blocked routes, and the skill keeps running. What
 // evaluation measured per latent reaches the core through the Measured interface, the FRE
 // encoder through RewardEncoder (the bank's own by default); a reward is FRE-encoded when its command is offered, in the
 // offering goroutine, because an encode takes milliseconds.

@@ -158,9 +158,11 @@ const (
 	chosenSuccessTie  = "tied on measured success: farthest in SF space from the stuck skill"
 	chosenDistance    = "no success measured: farthest in SF space from the stuck skill"
 	chosenBankOrder   = "nothing measured: first clear route in bank order"
-	reasonObstacle    = "obstacle blocks the current skill's route"
-	reasonNoProgress  = "no progress towards the goal: the current skill's route counts as blocked"
-	reasonNoCandidate = "the current skill's route is blocked and no latent that passed evaluation is measured on a clear route: the skill keeps running"
+	// chosenStalledRoute: no route clear; the best (as above) on a route only a stall ruled out.
+	chosenStalledRoute = "no clear route: the best measured on a route ruled out only by a stall"
+	reasonObstacle     = "obstacle blocks the current skill's route"
+	reasonNoProgress   = "no progress towards the goal: the current skill's route counts as blocked"
+	reasonNoCandidate  = "the current skill's route is blocked and no latent that passed evaluation is measured on a clear route: the skill keeps running"
 )
 
 // switchOutcome is what next decided.
@@ -190,6 +192,9 @@ type Switcher struct {
 	routeSet    bool
 	origin, dir [2]float64
 	seen        corebus.Routes
+	// stalls are the routes ruled out since by a skill's making no progress on them: blocked
+	// like a wall, except that with no route clear of both another skill may try one of them.
+	stalls corebus.Routes
 	// Progress towards the goal: the distance and position at the last progress and when it
 	// was made, and whether the robot has come within GoalRadius of this goal.
 	tracking     bool
@@ -226,7 +231,7 @@ func (s *Switcher) restartProgress() { s.tracking = false }
 
 // newRoute forgets the route and what blocked it: a new goal or run.
 func (s *Switcher) newRoute() {
-	s.routeSet, s.seen, s.arrived, s.reported = false, 0, false, false
+	s.routeSet, s.seen, s.stalls, s.arrived, s.reported = false, 0, 0, false, false
 	s.restartProgress()
 }
 
@@ -340,19 +345,52 @@ func (s *Switcher) next(now time.Duration, m Measured, latents int, active coreb
 		rep.Trigger = corebus.TriggerObstacle
 	case stalled:
 		rep.Trigger = corebus.TriggerNoProgress
-		s.seen |= cur
+		s.stalls |= cur
 	default:
 		return 0, keepSkill
 	}
-	blocked := s.seen
-	var afterSwitch string
+	blocked := s.seen | s.stalls
 	rep.Blocked = blocked
-	rep.World, afterSwitch = matchingWorlds(blocked)
+	rep.World, _ = matchingWorlds(blocked)
 	rep.Considered, rep.Chosen = 0, ""
-	stuck := m.OnlinePsi(active.Index)
+	rankCandidates(m, latents, active.Index, blocked, rep)
+	triedStalled := false
+	if rep.Considered == 0 && s.stalls&^s.seen != 0 {
+		// No route is clear. A stall says that one skill got nowhere, not that nothing gets
+		// through, where a wall does: rather than stand, try another skill on a route only
+		// stalls ruled out (an "over" skill stuck at the box beside a fence: another may climb it).
+		rankCandidates(m, latents, active.Index, s.seen, rep)
+		triedStalled = true
+	}
+	s.last, s.armed = now, true
+	s.restartProgress()
+	if rep.Considered == 0 {
+		// Nothing to switch to: try again after a cooldown rather than on every policy tick, and
+		// say so when what is blocked has changed.
+		if s.reported && s.reportedBlocked == blocked {
+			return 0, keepSkill
+		}
+		s.reported, s.reportedBlocked = true, blocked
+		return 0, noCandidate
+	}
+	rep.Chosen = whyChosen(rep)
+	if triedStalled {
+		rep.Chosen = chosenStalledRoute
+	}
+	s.reported = false
+	return int(rep.Candidates[0].Index), switchSkill
+}
+
+// rankCandidates puts in rep every latent other than the active one that passed evaluation and whose
+// measured route is none of blocked, ranked (insertRanked) by its measured success in the world
+// matching rep.Blocked (after a switch there where measured), then distance in SF space from
+// the active one.
+func rankCandidates(m Measured, latents, active int, blocked corebus.Routes, rep *corebus.SwitchReport) {
+	_, afterSwitch := matchingWorlds(rep.Blocked)
+	stuck := m.OnlinePsi(active)
 	for i := range latents {
 		r := m.Route(i)
-		if i == active.Index || r == 0 || r&blocked != 0 || !m.Passed(i) {
+		if i == active || r == 0 || r&blocked != 0 || !m.Passed(i) {
 			continue
 		}
 		cand := corebus.Candidate{Index: int32(i), Success: float32(math.NaN()), Distance: float32(math.NaN())}
@@ -368,20 +406,6 @@ func (s *Switcher) next(now time.Duration, m Measured, latents int, active coreb
 		}
 		insertRanked(rep, cand)
 	}
-	s.last, s.armed = now, true
-	s.restartProgress()
-	if rep.Considered == 0 {
-		// Nothing to switch to: try again after a cooldown rather than on every policy tick, and
-		// say so when what is blocked has changed.
-		if s.reported && s.reportedBlocked == blocked {
-			return 0, keepSkill
-		}
-		s.reported, s.reportedBlocked = true, blocked
-		return 0, noCandidate
-	}
-	rep.Chosen = whyChosen(rep)
-	s.reported = false
-	return int(rep.Candidates[0].Index), switchSkill
 }
 
 // better ranks a over b: higher measured success (after a switch or from the start, whichever
