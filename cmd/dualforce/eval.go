@@ -75,7 +75,8 @@ ranks candidates by). A --world file must then be named with letters, digits, '_
 know: how each latent it may switch to does when it switches to it, from where it switches
 (beside a fence, stuck in front of the box, mid-stride) rather than from the start. For the
 task's world and each fenced world, and each latent the runtime could switch to there (it
-passed, has a route, not the start latent's, not on a fenced side), --rollouts runs start
+passed, has a route, is not the start latent, not on a fenced side; on the start latent's
+route too, which the switcher tries when a stall leaves no route clear), --rollouts runs start
 the latent the runtime starts with ("best", as measured above) with switching on (as
 --switch-restart and --stall-after say) and that latent the only other one to switch to; the
 runs that switched say whether it then reached the goal. eval.json keeps the counts

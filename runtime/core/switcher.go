@@ -159,7 +159,7 @@ const (
 	chosenDistance    = "no success measured: farthest in SF space from the stuck skill"
 	chosenBankOrder   = "nothing measured: first clear route in bank order"
 	// chosenStalledRoute: no route clear; the best (as above) on a route only a stall ruled out.
-	chosenStalledRoute = "no clear route: the best measured on a route ruled out only by a stall"
+	chosenStalledRoute = "no clear route: the best candidate on a route ruled out only by a stall"
 	reasonObstacle     = "obstacle blocks the current skill's route"
 	reasonNoProgress   = "no progress towards the goal: the current skill's route counts as blocked"
 	reasonNoCandidate  = "the current skill's route is blocked and no latent that passed evaluation is measured on a clear route: the skill keeps running"

@@ -71,8 +71,9 @@ func (r *AfterSwitchResult) validate() error {
 // episode's start, where the goal rates of Evaluate and Robustness are measured. bank is an
 // evaluated bank (WithOnlineResults: route tags, filter verdicts, goal rates); the start latent
 // is the one the runtime starts with (Bank.Best), the candidates every other latent the
-// runtime's switcher may take (a route tag, not filtered out), except those on the start
-// latent's route (a route that blocked the start latent is blocked for them too). For every
+// runtime's switcher may take (a route tag, not filtered out), those on the start latent's
+// route too: where the start latent stalls with no other route clear, the switcher tries
+// another on its route, and that try is measured as any switch is. For every
 // world of worldNames (fenced variants of cfg's world, as Robustness runs) and every candidate
 // not on a side the world fences, cfg.Rollouts runs start the start latent with switching on,
 // in a copy of the bank in which the candidate is the only other latent that passed the filter:
@@ -93,7 +94,7 @@ func AfterSwitch(ctx context.Context, cfg Config, bank *skills.Bank, worldNames 
 	measures := core.LatentMeasures(bank)
 	out := &AfterSwitchResult{Start: start, Worlds: worldNames, RolloutsPerPair: cfg.Rollouts}
 	for c := range bank.Latents {
-		if r := measures.Route(c); c != start && r != 0 && r != measures.Route(start) && measures.Passed(c) {
+		if c != start && measures.Route(c) != 0 && measures.Passed(c) {
 			out.Candidates = append(out.Candidates, c)
 		}
 	}

@@ -25,29 +25,31 @@ func TestAfterSwitchCountsTheSwitchesToEachCandidate(t *testing.T) {
 		bank.Latents[i].Info.Tags = tags[i]
 	}
 	// Latent 0 is the start (the only one measured); 3 failed the filter, 4 has no route, 5
-	// takes the start's.
+	// takes the start's: a candidate where the start stalls with no other route clear.
 	bank.Latents[0].Info.OnlineReturn, bank.Latents[0].Info.GoalRate = &ret, map[string]float32{core.WorldObstacle: 1}
 	bank.Latents[3].Info.PassedFilter = &failed
 	cfg.StartYaw = 0
-	res, err := AfterSwitch(t.Context(), cfg, bank, []string{core.WorldFenceRight, core.WorldFenced})
+	res, err := AfterSwitch(t.Context(), cfg, bank, []string{core.WorldObstacle, core.WorldFenceRight, core.WorldFenced})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("after switch: %+v", res)
-	if res.Start != 0 || !slices.Equal(res.Candidates, []int{1, 2}) || res.RolloutsPerPair != 1 {
-		t.Fatalf("start %d, candidates %v, %d rollouts per pair: want 0, [1 2] (not the start, the failed, the untagged or the start's route), 1", res.Start, res.Candidates, res.RolloutsPerPair)
+	if res.Start != 0 || !slices.Equal(res.Candidates, []int{1, 2, 5}) || res.RolloutsPerPair != 1 {
+		t.Fatalf("start %d, candidates %v, %d rollouts per pair: want 0, [1 2 5] (not the start, the failed or the untagged), 1", res.Start, res.Candidates, res.RolloutsPerPair)
 	}
-	// Fence right: both candidates run, each switched to once, after the right (the start's
-	// route) was blocked; fenced: only the way over is open, and the start's stall blocks the
-	// right only, so the switch is ranked in the right-fenced world there too.
+	// The start's stall blocks the right (its route) wherever it stands, so every switch is
+	// ranked in the right-fenced world. Unfenced: all three candidates run, 5 as the retry on
+	// the stalled route; fence right: the left and over ones (a fence is a wall: no retry on
+	// the right); fenced: only the way over is open.
 	want := []AfterSwitchRate{
-		{Latent: 1, World: core.WorldFenceRight, Switches: 1},
-		{Latent: 2, World: core.WorldFenceRight, Switches: 2},
+		{Latent: 1, World: core.WorldFenceRight, Switches: 2},
+		{Latent: 2, World: core.WorldFenceRight, Switches: 3},
+		{Latent: 5, World: core.WorldFenceRight, Switches: 1},
 	}
 	if !slices.Equal(res.Rates, want) {
 		t.Fatalf("rates %+v, want %+v", res.Rates, want)
 	}
-	if len(res.Runs) != 2 || res.Runs[1].World != core.WorldFenced {
+	if len(res.Runs) != 3 || res.Runs[2].World != core.WorldFenced {
 		t.Fatalf("world runs %+v", res.Runs)
 	}
 	// No latent evaluated and none of slot 0: no start latent.

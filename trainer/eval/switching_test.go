@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -110,16 +111,21 @@ func TestHundredForcedSwitchesDoNotFell(t *testing.T) {
 // With switching on, a rollout records each switch the core made by itself: a standing skill
 // tagged "right" makes no progress in the world fenced on the right, the core gives up on it
 // after the stall time and runs the skill tagged "left", and the rollout says when, from which
-// latent to which, and why. The "left" skill stands too: after another stall both routes are
-// blocked, and the rollout records that the core had nowhere to go.
+// latent to which, and why. The "left" skill stands too: after another stall no route is clear,
+// and as only stalls ruled them out (the fence is out of sight of the standing robot) the core
+// tries the "right" one again. A bank whose one latent stalls has nowhere to go, and the
+// rollout records that once.
 func TestSwitchingRolloutRecordsTheSwitch(t *testing.T) {
 	bank, cfg := stillNavigation(t, 1, 7.5)
 	var still [skills.NumJoints]float32
 	two := skillstest.ConstantSlots(t, bank.Contract, still, still)
 	two.Latents[0].Info.Tags, two.Latents[1].Info.Tags = []string{"right"}, []string{"left"}
+	one := skillstest.ConstantSlots(t, bank.Contract, still)
+	one.Latents[0].Info.Tags = []string{"right"}
 	cfg.Switching, cfg.StartYaw = true, 0
 	cfg.Task.World = core.WorldFenceRight
-	subjects := []Subject{{Label: "right", Bank: two, Latent: 0}}
+	subjects := []Subject{{Label: "right", Bank: two, Latent: 0}, {Label: "alone", Bank: one, Latent: 0}}
+	stall := core.DefaultSwitchConfig().StallAfter.Seconds()
 	for _, on := range []bool{false, true} {
 		c := cfg
 		c.Switching = on
@@ -136,28 +142,30 @@ func TestSwitchingRolloutRecordsTheSwitch(t *testing.T) {
 			t.Fatalf("switching %v: the fence experiment counted %d switches", on, n)
 		}
 		got, stuck := res.Subjects[0].Rollouts[0].Switches, res.Subjects[0].Rollouts[0].NowhereToGo
+		alone, aloneStuck := res.Subjects[1].Rollouts[0].Switches, res.Subjects[1].Rollouts[0].NowhereToGo
 		if !on {
-			if len(got) != 0 || len(stuck) != 0 {
-				t.Fatalf("switching off: %d switches and %d blocked routes recorded: %+v %+v", len(got), len(stuck), got, stuck)
+			if len(got)+len(stuck)+len(alone)+len(aloneStuck) != 0 {
+				t.Fatalf("switching off: switches and blocked routes recorded: %+v %+v %+v %+v", got, stuck, alone, aloneStuck)
 			}
 			continue
 		}
-		if len(got) == 0 {
-			t.Fatal("switching on: the standing skill was never switched away from")
+		if sum := SummariseSwitches(res.Subjects[0].Rollouts); sum.Rollouts != 1 || sum.Switches != 2 || sum.NoProgress != 2 || sum.Goal != 0 || sum.NowhereToGo != 0 {
+			t.Fatalf("summary %+v of the switches by the standing robot %+v", sum, got)
 		}
-		sw := got[0]
-		t.Logf("first switch: %+v", sw)
-		if sum := SummariseSwitches(res.Subjects[0].Rollouts); sum.Rollouts != 1 || sum.Switches != 1 || sum.NoProgress != 1 || sum.Goal != 0 || sum.NowhereToGo != 1 {
-			t.Errorf("summary %+v of %d switches by the standing robot", sum, len(got))
-		}
-		stall := core.DefaultSwitchConfig().StallAfter.Seconds()
+		sw, back := got[0], got[1]
+		t.Logf("switches: %+v then %+v", sw, back)
 		if sw.From != 0 || sw.To != 1 || sw.Trigger != corebus.TriggerNoProgress.String() || !slices.Contains(sw.Blocked, "right") ||
 			sw.World != core.WorldFenceRight || sw.Considered != 1 || sw.Chosen == "" || sw.Time < stall || sw.Time > stall+0.5 {
 			t.Fatalf("first switch %+v: want latent 0 -> 1 on no_progress after about %v s, right blocked, ranked in %s, 1 candidate, a reason", sw, stall, core.WorldFenceRight)
 		}
-		if len(stuck) != 1 || stuck[0].From != 1 || stuck[0].To != 1 || stuck[0].Considered != 0 ||
-			!slices.Contains(stuck[0].Blocked, "left") || !slices.Contains(stuck[0].Blocked, "right") || stuck[0].Time < 2*stall {
-			t.Fatalf("blocked with nowhere to go: %+v; want once, latent 1 staying, left and right blocked, after two stalls", stuck)
+		if back.From != 1 || back.To != 0 || !slices.Contains(back.Blocked, "left") || !slices.Contains(back.Blocked, "right") ||
+			back.Considered != 1 || !strings.HasPrefix(back.Chosen, "no clear route") || back.Time < 2*stall {
+			t.Fatalf("second switch %+v: want latent 1 -> 0 after two stalls, left and right blocked, as a retry on a stalled route", back)
+		}
+		if sum := SummariseSwitches(res.Subjects[1].Rollouts); len(alone) != 0 || sum.NowhereToGo != 1 || len(aloneStuck) != 1 ||
+			aloneStuck[0].From != 0 || aloneStuck[0].To != 0 || aloneStuck[0].Considered != 0 || !slices.Contains(aloneStuck[0].Blocked, "right") ||
+			aloneStuck[0].Time < stall {
+			t.Fatalf("one latent: switches %+v, blocked with nowhere to go %+v (%+v); want none, and once, after a stall, the right blocked", alone, aloneStuck, sum)
 		}
 	}
 }
