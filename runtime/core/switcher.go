@@ -381,10 +381,10 @@ func (s *Switcher) next(now time.Duration, m Measured, latents int, active coreb
 	return int(rep.Candidates[0].Index), switchSkill
 }
 
-// rankCandidates puts in rep every latent other than the active one that passed evaluation and whose
-// measured route is none of blocked, ranked (insertRanked) by its measured success in the world
-// matching rep.Blocked (after a switch there where measured), then distance in SF space from
-// the active one.
+// rankCandidates puts in rep every latent other than the active one that passed evaluation
+// and whose measured route is none of blocked, ranked (insertRanked) by its measured success
+// in the world matching rep.Blocked (after a switch there where measured), then distance in SF
+// space from the active one.
 func rankCandidates(m Measured, latents, active int, blocked corebus.Routes, rep *corebus.SwitchReport) {
 	_, afterSwitch := matchingWorlds(rep.Blocked)
 	stuck := m.OnlinePsi(active)
