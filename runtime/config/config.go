@@ -161,7 +161,8 @@ type Obstacle struct {
 	ClearanceM float64       `yaml:"clearance_m"` // m of clearance below which the runtime switches skill
 	Cooldown   time.Duration `yaml:"cooldown"`    // the least time between two switches
 	// StallAfter is how long a running skill may get no closer to the goal before its route
-	// counts as blocked; 0 turns the progress check off.
+	// counts as blocked (unlike a wall, a stall leaves that route to other skills when no route
+	// is clear); 0 turns the progress check off.
 	StallAfter   time.Duration `yaml:"stall_after"`
 	MinProgressM float64       `yaml:"min_progress_m"` // m closer to the goal that counts as progress
 	// DetourM is how far (m) moving across the way to the goal counts as progress too (going
