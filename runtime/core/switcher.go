@@ -350,16 +350,17 @@ func (s *Switcher) next(now time.Duration, m Measured, latents int, active coreb
 		return 0, keepSkill
 	}
 	blocked := s.seen | s.stalls
+	var afterSwitch string
 	rep.Blocked = blocked
-	rep.World, _ = matchingWorlds(blocked)
+	rep.World, afterSwitch = matchingWorlds(blocked)
 	rep.Considered, rep.Chosen = 0, ""
-	rankCandidates(m, latents, active.Index, blocked, rep)
+	rankCandidates(m, latents, active.Index, blocked, afterSwitch, rep)
 	triedStalled := false
 	if rep.Considered == 0 && s.stalls&^s.seen != 0 {
 		// No route is clear. A stall says that one skill got nowhere, not that nothing gets
 		// through, where a wall does: rather than stand, try another skill on a route only
 		// stalls ruled out (an "over" skill stuck at the box beside a fence: another may climb it).
-		rankCandidates(m, latents, active.Index, s.seen, rep)
+		rankCandidates(m, latents, active.Index, s.seen, afterSwitch, rep)
 		triedStalled = true
 	}
 	s.last, s.armed = now, true
@@ -383,10 +384,9 @@ func (s *Switcher) next(now time.Duration, m Measured, latents int, active coreb
 
 // rankCandidates puts in rep every latent other than the active one that passed evaluation
 // and whose measured route is none of blocked, ranked (insertRanked) by its measured success
-// in the world matching rep.Blocked (after a switch there where measured), then distance in SF
-// space from the active one.
-func rankCandidates(m Measured, latents, active int, blocked corebus.Routes, rep *corebus.SwitchReport) {
-	_, afterSwitch := matchingWorlds(rep.Blocked)
+// after a switch in the world matching what blocks (afterSwitch) where measured, else from the
+// start there (rep.World), then distance in SF space from the active one.
+func rankCandidates(m Measured, latents, active int, blocked corebus.Routes, afterSwitch string, rep *corebus.SwitchReport) {
 	stuck := m.OnlinePsi(active)
 	for i := range latents {
 		r := m.Route(i)
