@@ -121,7 +121,7 @@ into it; a mixture can keep them apart. Measured on navigation with the box at 0
 iterations, train dualforce with 3 components and these defaults): seed 1's latents reached the
 goal in up to 97% of 30 rollouts with no falls, where single Gaussians' best was 40%, but every
 skill went round the right of the box, so none got past a fence on the right; seed 2's skills
-went both ways, reaching the goal in at most 80% (the README has the numbers). The default
+went both ways, reaching the goal in at most 80% (docs/results.md has the numbers). The default
 stays 1 until a mixture keeps the skills' routes apart and reaches the goal.
 
 Every input is checked before training starts (NaN or Inf, shapes, an empty expert set, a
