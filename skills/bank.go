@@ -3,6 +3,7 @@ package skills
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -238,7 +239,7 @@ func (l *Latent) validate(slots, latentDim, featDim int) error {
 			return fmt.Errorf("tag %q: want 1..%d bytes without surrounding space", t, maxTagLen)
 		}
 	}
-	for _, w := range sortedKeys(in.GoalRate) {
+	for _, w := range slices.Sorted(maps.Keys(in.GoalRate)) {
 		if err := CheckWorldName(w); err != nil {
 			return fmt.Errorf("goal rate: %w", err)
 		}
@@ -271,7 +272,7 @@ func (b *Bank) goalRateWorlds() []string {
 			seen[w] = true
 		}
 	}
-	return sortedKeys(seen)
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // validate checks the encoder, that it reads states of layout l and writes
@@ -329,15 +330,4 @@ func numElements(shape []int) int {
 		n *= d
 	}
 	return n
-}
-
-// sortedKeys returns m's keys in order, so files are byte-for-byte
-// reproducible.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

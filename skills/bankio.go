@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -262,7 +263,7 @@ func (b *Bank) layout() (manifest, []namedArray) {
 		arrays = append(arrays, namedArray{latentsGoalRate + w, []int{k}, rates})
 	}
 	if b.FRE != nil {
-		m.FRE = &manifestFRE{Heads: b.FRE.Net.Heads, Subsets: b.FRE.Subsets, Arrays: sortedKeys(b.FRE.Net.Arrays)}
+		m.FRE = &manifestFRE{Heads: b.FRE.Net.Heads, Subsets: b.FRE.Subsets, Arrays: slices.Sorted(maps.Keys(b.FRE.Net.Arrays))}
 		for _, name := range m.FRE.Arrays {
 			a := b.FRE.Net.Arrays[name]
 			arrays = append(arrays, namedArray{name, a.Shape, a.Data})
@@ -686,7 +687,7 @@ func checkArrayTable(table []arrayEntry, refs map[string]arrayRef) error {
 		}
 		listed[e.Name] = true
 	}
-	for _, name := range sortedKeys(refs) {
+	for _, name := range slices.Sorted(maps.Keys(refs)) {
 		if !listed[name] {
 			return fmt.Errorf("%w: array %q is referenced but not in the array table", ErrBadManifest, name)
 		}

@@ -10,10 +10,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/dualforce/dualforce/skills/npz"
@@ -200,7 +202,7 @@ func TestBankFREEncodesNewRewards(t *testing.T) {
 func FuzzBankFRE(f *testing.F) {
 	b := sampleBank(f, Locomotion48(), 1, 1, 4, 4)
 	ms := unzipMembers(f, encode(f, b))
-	names := append(sortedKeys(b.FRE.Net.Arrays), FREAnchors)
+	names := append(slices.Sorted(maps.Keys(b.FRE.Net.Arrays)), FREAnchors)
 	for i, name := range names {
 		a := b.FRE.Net.Arrays[name]
 		if name == FREAnchors {

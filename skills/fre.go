@@ -3,6 +3,7 @@ package skills
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -178,7 +179,7 @@ func (n *FRENet) Dims() (FREDims, error) {
 	}
 	known := 8 + d.Blocks*len(freBlockArrays)
 	if len(n.Arrays) != known {
-		for _, name := range sortedKeys(n.Arrays) {
+		for _, name := range slices.Sorted(maps.Keys(n.Arrays)) {
 			if !isFREArray(name, d.Blocks) {
 				return FREDims{}, fmt.Errorf("%w: unknown array %q", ErrBadFRE, name)
 			}

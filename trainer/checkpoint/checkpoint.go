@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"regexp"
 	"slices"
@@ -84,22 +85,14 @@ func (f *File) manifest() (manifest, error) {
 		FormatVersion: FormatVersion, Algorithm: f.Algorithm, Task: f.Task, Digest: hex.EncodeToString(f.Digest[:]),
 		Contract: f.Contract, Iteration: f.Iteration, Config: f.Config, State: f.State,
 	}
-	for _, k := range sortedKeys(f.Float32) {
+	// Arrays in name order, so that a checkpoint is reproducible byte for byte.
+	for _, k := range slices.Sorted(maps.Keys(f.Float32)) {
 		m.Arrays = append(m.Arrays, array{Name: k, Dtype: npz.DtypeFloat32, Len: len(f.Float32[k])})
 	}
-	for _, k := range sortedKeys(f.Float64) {
+	for _, k := range slices.Sorted(maps.Keys(f.Float64)) {
 		m.Arrays = append(m.Arrays, array{Name: k, Dtype: npz.DtypeFloat64, Len: len(f.Float64[k])})
 	}
 	return m, m.validate()
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // validate checks everything but the arrays' contents.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"image/color"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -154,7 +155,7 @@ func projectionFigure(res *eval.Result) ([]byte, error) {
 		p.Add(sc)
 		p.Legend.Add(res.Subjects[ref].Label, sc)
 	}
-	for _, skill := range sortedKeys(groups) {
+	for _, skill := range slices.Sorted(maps.Keys(groups)) {
 		sc, err := plotter.NewScatter(groups[skill])
 		if err != nil {
 			return nil, fmt.Errorf("report: projection: %w", err)
@@ -180,15 +181,6 @@ func projectionFigure(res *eval.Result) ([]byte, error) {
 
 // maxPointLabels is the most points a scatter labels with their names.
 const maxPointLabels = 24
-
-func sortedKeys[V any](m map[int]V) []int {
-	keys := make([]int, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
 
 // maxPathPoints bounds the segments drawn per path.
 const maxPathPoints = 200
