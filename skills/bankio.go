@@ -10,7 +10,6 @@ import (
 	"io"
 	"maps"
 	"math"
-	"os"
 	"slices"
 	"strings"
 
@@ -414,18 +413,9 @@ var DefaultLimits = Limits{
 
 // ReadBank opens, verifies and decodes the bank at path with DefaultLimits.
 func ReadBank(path string) (*Bank, error) {
-	f, err := os.Open(path)
+	b, err := npz.DecodeFile(path, func(r io.ReaderAt, size int64) (*Bank, error) { return DecodeBank(r, size, DefaultLimits) })
 	if err != nil {
 		return nil, fmt.Errorf("skills: read bank: %w", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("skills: read bank: %w", err)
-	}
-	b, err := DecodeBank(f, st.Size(), DefaultLimits)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return b, nil
 }

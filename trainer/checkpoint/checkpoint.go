@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"regexp"
 	"slices"
 
@@ -168,18 +167,9 @@ func Write(path string, f *File) error {
 
 // Read reads and checks the checkpoint at path.
 func Read(path string) (*File, error) {
-	fh, err := os.Open(path)
+	f, err := npz.DecodeFile(path, Decode)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
-	}
-	defer fh.Close()
-	st, err := fh.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("checkpoint: %w", err)
-	}
-	f, err := Decode(fh, st.Size())
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return f, nil
 }

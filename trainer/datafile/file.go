@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strings"
 
 	"github.com/dualforce/dualforce/skills"
@@ -248,17 +247,9 @@ func ReadExpert(path string) (*Expert, error) {
 }
 
 func withArchive(path string, decode func(io.ReaderAt, int64) error) error {
-	f, err := os.Open(path)
+	_, err := npz.DecodeFile(path, func(r io.ReaderAt, size int64) (struct{}, error) { return struct{}{}, decode(r, size) })
 	if err != nil {
 		return fmt.Errorf("datafile: %w", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("datafile: %w", err)
-	}
-	if err := decode(f, st.Size()); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
 }
