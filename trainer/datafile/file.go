@@ -218,40 +218,24 @@ func writeArchive(path string, m *Manifest, members []member) (err error) {
 // ReadManifest reads only the manifest of an archive of either kind, validated, to tell what
 // the archive holds without loading its arrays.
 func ReadManifest(path string) (*Manifest, error) {
-	var m *Manifest
-	err := withArchive(path, func(r io.ReaderAt, size int64) (err error) {
-		_, m, err = openArchive(r, size, "")
-		return err
+	return readFile(path, func(r io.ReaderAt, size int64) (*Manifest, error) {
+		_, m, err := openArchive(r, size, "")
+		return m, err
 	})
-	return m, err
 }
 
 // ReadOffline reads and fully validates an offline archive.
-func ReadOffline(path string) (*Offline, error) {
-	var o *Offline
-	err := withArchive(path, func(r io.ReaderAt, size int64) (err error) {
-		o, err = DecodeOffline(r, size)
-		return err
-	})
-	return o, err
-}
+func ReadOffline(path string) (*Offline, error) { return readFile(path, DecodeOffline) }
 
 // ReadExpert reads and fully validates an expert archive.
-func ReadExpert(path string) (*Expert, error) {
-	var e *Expert
-	err := withArchive(path, func(r io.ReaderAt, size int64) (err error) {
-		e, err = DecodeExpert(r, size)
-		return err
-	})
-	return e, err
-}
+func ReadExpert(path string) (*Expert, error) { return readFile(path, DecodeExpert) }
 
-func withArchive(path string, decode func(io.ReaderAt, int64) error) error {
-	_, err := npz.DecodeFile(path, func(r io.ReaderAt, size int64) (struct{}, error) { return struct{}{}, decode(r, size) })
+func readFile[T any](path string, decode func(io.ReaderAt, int64) (T, error)) (T, error) {
+	v, err := npz.DecodeFile(path, decode)
 	if err != nil {
-		return fmt.Errorf("datafile: %w", err)
+		return v, fmt.Errorf("datafile: %w", err)
 	}
-	return nil
+	return v, nil
 }
 
 // openArchive opens a zip and reads and validates its manifest as one of kind ("" accepts
