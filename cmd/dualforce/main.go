@@ -1,5 +1,6 @@
 // Command dualforce is the offline side of the project: it collects the simulated Solo12
-// datasets and inspects them (and, as they land, trains and evaluates skill banks).
+// datasets and inspects them, trains skill banks on them and evaluates the banks through the
+// runtime core in simulation.
 //
 // Usage:
 //
@@ -75,10 +76,34 @@ func usagef(format string, a ...any) error {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptContext(os.Stderr)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+// interruptContext is cancelled by the first SIGINT or SIGTERM. A command then winds down (a
+// trainer writes its checkpoint), which takes a while where it does not look at the context:
+// reading a million-row data set, say. So the first signal also gives the signals back their
+// default action: a second one ends the process at once, as it would a program that catches
+// none.
+func interruptContext(stderr io.Writer) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case <-signals:
+			signal.Reset(os.Interrupt, syscall.SIGTERM)
+			fmt.Fprintln(stderr, "dualforce: stopping; interrupt again to quit at once")
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(signals)
+		cancel()
+	}
 }
 
 // run dispatches to a command and returns the process exit status.
@@ -118,7 +143,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func overview(w io.Writer) {
-	fmt.Fprint(w, `dualforce turns simulated Solo12 demonstrations into datasets (and skill banks).
+	fmt.Fprint(w, `dualforce turns simulated Solo12 demonstrations into datasets and skill banks.
 
 Usage:
   dualforce <command> [flags] [arguments]
@@ -133,7 +158,10 @@ Commands:
 	for _, name := range names {
 		fmt.Fprintf(w, "  %-10s %s\n", name, commands[name].summary)
 	}
-	fmt.Fprint(w, "\nRun 'dualforce <command> -h' for a command's flags.\n")
+	fmt.Fprint(w, `
+Run 'dualforce <command> -h' for a command's flags. Ctrl-C (or SIGTERM) stops a command
+cleanly (a trainer writes its checkpoint to --resume from); a second one quits at once.
+`)
 }
 
 // newFlagSet returns a flag set that reports to stderr and returns errors instead of exiting.

@@ -1,14 +1,19 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"image/png"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func dualforce(args ...string) (code int, stdout, stderr string) {
@@ -144,5 +149,58 @@ func TestOutputsAreCheckedFirst(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "later")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a refused eval left its output directory: %v", err)
+	}
+}
+
+// The first interrupt cancels the command's context and leaves the process running (a trainer
+// writes its checkpoint); a second one ends it at once. The test runs itself as the process.
+func TestSecondInterruptQuits(t *testing.T) {
+	if os.Getenv("DUALFORCE_SIGNAL_CHILD") == "1" {
+		ctx, stop := interruptContext(os.Stderr)
+		defer stop()
+		fmt.Println("ready")
+		<-ctx.Done()
+		fmt.Println("cancelled")
+		time.Sleep(time.Minute) // a wind-down that does not look at the context
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	child := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestSecondInterruptQuits$")
+	child.Env = append(os.Environ(), "DUALFORCE_SIGNAL_CHILD=1")
+	var stderr bytes.Buffer
+	child.Stderr = &stderr
+	stdout, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(stdout)
+	expect := func(want string) {
+		t.Helper()
+		if !lines.Scan() || lines.Text() != want {
+			t.Fatalf("child said %q (%v), want %q; stderr %q", lines.Text(), lines.Err(), want, stderr.String())
+		}
+	}
+	expect("ready")
+	if err := child.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	expect("cancelled")
+	if err := child.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	err = child.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || ctx.Err() != nil {
+		t.Fatalf("child ended with %v (timeout: %v), want killed by the second interrupt", err, ctx.Err())
+	}
+	if status, ok := exit.Sys().(syscall.WaitStatus); !ok || !status.Signaled() || status.Signal() != syscall.SIGINT {
+		t.Fatalf("child ended with %v, want killed by SIGINT", err)
+	}
+	if !strings.Contains(stderr.String(), "interrupt again to quit at once") {
+		t.Errorf("child's stderr %q does not say a second interrupt quits", stderr.String())
 	}
 }
