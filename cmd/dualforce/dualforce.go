@@ -87,7 +87,9 @@ navigation set (seed 1, 1200 iterations, the shipped recipe's flags) the cap 0.0
 skill's effective sample size above 345,000, but the constraint then stayed near eps and the
 multipliers at their floor (sigmoid(mu) 0.05-0.09): the skills followed the diversity reward,
 reached the goal in at most 43% of 30 rollouts, and switching got 37 / 43 / 37 / 23% (open,
-fence left, fence right, both) against the shipped bank's 87 / 83 / 50 / 60% (then).
+fence left, fence right, both) against the shipped bank's 87 / 83 / 50 / 60% (then). With
+--eps 0.3, 0.5 or 0.7 as well the skills imitated more or kept routes apart, but none got
+through after a switch (docs/results.md, "the imitation constraint").
 
 Every input is checked before the run directory is touched (NaN or Inf, a dataset whose
 layout is not the task's, a SMODICE or FRE run of another dataset). The SMODICE and FRE runs
