@@ -141,7 +141,7 @@ func runTrainDualForce(ctx context.Context, args []string, stdout, stderr io.Wri
 	every := fs.Int("checkpoint-every", def.Run.CheckpointEvery, "iterations between checkpoints")
 	resume := fs.Bool("resume", false, "continue the run in --out from its checkpoint")
 	bankPath := fs.String("bank", "", "bank to write at the end (default <out>/bank.npz)")
-	quiet := fs.Bool("quiet", false, "no progress bar")
+	quiet := fs.Bool("quiet", false, "no progress output (the progress bar, the line saying what is read)")
 	checkRollouts := fs.Int("check-rollouts", -1, checkRolloutsUsage("each checkpoint's skills (each on its latest latent); the bank takes each skill from the checkpoint it was judged best in"))
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
@@ -174,6 +174,9 @@ func runTrainDualForce(ctx context.Context, args []string, stdout, stderr io.Wri
 		*bankPath = filepath.Join(*out, "bank.npz")
 	}
 
+	if !*quiet {
+		announceReading(stderr, *offline)
+	}
 	data, rE, err := loadOfflineWithReward(*task, *offline, *smodiceRun)
 	if err != nil {
 		return err

@@ -204,3 +204,28 @@ func TestSecondInterruptQuits(t *testing.T) {
 		t.Errorf("child's stderr %q does not say a second interrupt quits", stderr.String())
 	}
 }
+
+// Each trainer says what it reads before the minute or two a paper-scale set takes, unless
+// --quiet; a set that is not there shows the order: the announcement, then the error.
+func TestTrainersAnnounceReading(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing.npz")
+	runs := map[string][]string{
+		"smodice":   {"train", "smodice", "--offline", missing, "--out", filepath.Join(dir, "s")},
+		"doi":       {"train", "doi", "--offline", missing, "--out", filepath.Join(dir, "d")},
+		"fre":       {"train", "fre", "--offline", missing, "--smodice", dir, "--out", filepath.Join(dir, "f")},
+		"dualforce": {"train", "dualforce", "--offline", missing, "--smodice", dir, "--fre", dir, "--out", filepath.Join(dir, "df")},
+	}
+	for name, args := range runs {
+		t.Run(name, func(t *testing.T) {
+			code, _, stderr := dualforce(args...)
+			if code != 1 || !strings.HasPrefix(stderr, "reading "+missing+" and preparing the run") || !strings.Contains(stderr, "no such file") {
+				t.Errorf("exit %d, stderr %q; want the announcement, then the missing file", code, stderr)
+			}
+			code, _, stderr = dualforce(append(args, "--quiet")...)
+			if code != 1 || strings.Contains(stderr, "reading ") {
+				t.Errorf("with --quiet: exit %d, stderr %q; want the error alone", code, stderr)
+			}
+		})
+	}
+}

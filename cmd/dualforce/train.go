@@ -158,7 +158,7 @@ func addTrainingFlags(fs *flag.FlagSet, run trainrun.Settings, discSteps int, va
 		policy:         addPolicyFlags(fs, policy, byTask),
 		every:          fs.Int("checkpoint-every", run.CheckpointEvery, "iterations between checkpoints"),
 		seed:           fs.Uint64("seed", seed, "seed of every random choice"),
-		quiet:          fs.Bool("quiet", false, "no progress bar"),
+		quiet:          fs.Bool("quiet", false, "no progress output (the progress bar, the line saying what is read)"),
 		absorbingFalls: fs.Bool("absorbing-falls", value.AbsorbingFalls, absorbingFallsUsage),
 		pass:           addWeightPassFlags(fs, value, byTask),
 	}
@@ -349,7 +349,10 @@ func (f *trainingFlags) settings() trainrun.Settings {
 }
 
 // load reads and prepares the data and says what was read.
-func (f *trainingFlags) load(stdout io.Writer) (*prep.Data, error) {
+func (f *trainingFlags) load(stdout, stderr io.Writer) (*prep.Data, error) {
+	if !*f.quiet {
+		announceReading(stderr, *f.offline)
+	}
 	data, err := loadTrainingData(*f.task, *f.offline, *f.expert)
 	if err != nil {
 		return nil, err
@@ -377,7 +380,7 @@ func runTrainSMODICE(ctx context.Context, args []string, stdout, stderr io.Write
 	cfg := def
 	cfg.Run, cfg.DiscSteps, cfg.Seed = tf.settings(), *tf.discSteps, *tf.seed
 	cfg.ValueSteps, cfg.PolicySteps = *tf.valueSteps, *tf.policySteps
-	data, err := tf.load(stdout)
+	data, err := tf.load(stdout, stderr)
 	if err != nil {
 		return err
 	}

@@ -69,7 +69,7 @@ func runTrainDOI(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if *disdain > 0 {
 		cfg.DISDAIN, cfg.Ensemble = *disdain, *ensemble
 	}
-	data, err := tf.load(stdout)
+	data, err := tf.load(stdout, stderr)
 	if err != nil {
 		return err
 	}
