@@ -174,9 +174,7 @@ func runTrainDualForce(ctx context.Context, args []string, stdout, stderr io.Wri
 		*bankPath = filepath.Join(*out, "bank.npz")
 	}
 
-	if !*quiet {
-		announceReading(stderr, *offline)
-	}
+	announceReading(stderr, *quiet, *offline)
 	data, rE, err := loadOfflineWithReward(*task, *offline, *smodiceRun)
 	if err != nil {
 		return err

@@ -104,9 +104,7 @@ func runTrainFRE(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 
-	if !*quiet {
-		announceReading(stderr, *offline)
-	}
+	announceReading(stderr, *quiet, *offline)
 	data, rE, err := loadOfflineWithReward(*task, *offline, *smodiceRun)
 	if err != nil {
 		return err
@@ -191,9 +189,11 @@ const defaultFREPool = 200000
 
 // announceReading tells a user who waits what the wait is for: a trainer reads and prepares
 // its data set, and builds its networks, before its first output (about 1.5 minutes for the
-// paper-scale navigation set on two quiet cores).
-func announceReading(w io.Writer, offline string) {
-	fmt.Fprintf(w, "reading %s and preparing the run (a paper-scale set takes a minute or two)\n", offline)
+// paper-scale navigation set on two quiet cores), unless it was asked to be quiet.
+func announceReading(w io.Writer, quiet bool, offline string) {
+	if !quiet {
+		fmt.Fprintf(w, "reading %s and preparing the run (a paper-scale set takes a minute or two)\n", offline)
+	}
 }
 
 // loadOfflineWithReward reads and checks the offline dataset and the

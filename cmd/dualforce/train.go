@@ -350,9 +350,7 @@ func (f *trainingFlags) settings() trainrun.Settings {
 
 // load reads and prepares the data and says what was read.
 func (f *trainingFlags) load(stdout, stderr io.Writer) (*prep.Data, error) {
-	if !*f.quiet {
-		announceReading(stderr, *f.offline)
-	}
+	announceReading(stderr, *f.quiet, *f.offline)
 	data, err := loadTrainingData(*f.task, *f.offline, *f.expert)
 	if err != nil {
 		return nil, err
