@@ -50,6 +50,7 @@ var errUsage = errors.New("usage")
 type options struct {
 	world          string
 	seed           uint64
+	jitter         bool
 	substeps       int
 	transport      string
 	listen         string
@@ -68,6 +69,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.world, "world", "flat", "world: a scenario YAML file, or a built-in world ("+strings.Join(worlds.BuiltinNames(), ", ")+")")
 	fs.Uint64Var(&o.seed, "seed", 0, "seed of the world's jitter and the sensor noise")
+	fs.BoolVar(&o.jitter, "jitter", true, "lay the world out with its jitter drawn from --seed; false: where its file puts the box and the goal (make run, whose runtime is sent to the goal cmd/skillrt/sim.yaml names)")
 	fs.IntVar(&o.substeps, "substeps", 0, "physics and motor-PD substeps per 1 ms tick (0: 10 in real time, the cards' 10 kHz PD loop; 1 in lockstep)")
 	fs.StringVar(&o.transport, "transport", "udp", "link to the host: udp (the UDP tunnel, no privileges) or ethernet (raw AF_PACKET on --iface)")
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:9750", "UDP tunnel address to serve on (--transport udp)")
@@ -141,6 +143,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if !o.jitter {
+		scenario.Jitter = nil
+	}
 	if o.realtime && o.priority > 0 {
 		restore, err := clock.RealtimeProcess(processPriority)
 		if err != nil {
@@ -183,12 +188,15 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	layout := robot.Layout()
-	boxes := 0
+	boxes, goal := 0, "none"
 	if layout != nil {
 		boxes = len(layout.Boxes)
+		if g := layout.Goal; g != nil {
+			goal = fmt.Sprintf("%.2f,%.2f", g.X, g.Y)
+		}
 	}
-	log.Info("serving the simulated Solo12", "world", scenario.Name, "seed", o.seed, "boxes", boxes,
-		"transport", o.transport, "address", where, "realtime", o.realtime, "substeps", o.substeps,
+	log.Info("serving the simulated Solo12", "world", scenario.Name, "seed", o.seed, "jitter", o.jitter, "boxes", boxes,
+		"goal_xy_m", goal, "transport", o.transport, "address", where, "realtime", o.realtime, "substeps", o.substeps,
 		"perception_addr", o.perceptionAddr, "perception_period_ms", opts.PerceptionPeriod)
 
 	runCtx, cancel := context.WithCancel(ctx)
@@ -244,7 +252,8 @@ func logStats(ctx context.Context, log *slog.Logger, srv *robotboard.Server, lay
 }
 
 // logStatus logs the board's statistics and where the robot is: in a world with a goal, how far
-// from it and whether it is within the goal's radius (what evaluation counts as reached).
+// from it, whether it is within the goal's radius now, and whether it has been at any tick so
+// far (what evaluation counts as reaching the goal: a skill may walk on past it).
 func logStatus(log *slog.Logger, msg string, st robotboard.Status, layout *worlds.Layout) {
 	attrs := []any{
 		"ticks", st.BoardTicks, "missed_ticks", st.MissedTicks,
@@ -257,7 +266,7 @@ func logStatus(log *slog.Logger, msg string, st robotboard.Status, layout *world
 	}
 	if layout != nil && layout.Goal != nil {
 		d := math.Hypot(layout.Goal.X-st.Truth.Pos[0], layout.Goal.Y-st.Truth.Pos[1])
-		attrs = append(attrs, "goal_distance_m", fmt.Sprintf("%.2f", d), "at_goal", d <= layout.Goal.Radius)
+		attrs = append(attrs, "goal_distance_m", fmt.Sprintf("%.2f", d), "at_goal", d <= layout.Goal.Radius, "goal_reached", st.GoalReached)
 	}
 	if st.Err != nil {
 		attrs = append(attrs, "physics_error", st.Err)

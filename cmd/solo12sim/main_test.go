@@ -174,12 +174,42 @@ func TestServesAHost(t *testing.T) {
 				t.Fatal(err)
 			}
 			out := logs.String()
-			for _, want := range []string{"msg=statistics", `msg="final statistics"`, "board=ACTIVE_CONTROL", `msg="shut down cleanly"`, "world=obstacle", "base_xy_m=", "goal_distance_m=", "at_goal=false"} {
+			for _, want := range []string{"msg=statistics", `msg="final statistics"`, "board=ACTIVE_CONTROL", `msg="shut down cleanly"`, "world=obstacle", "base_xy_m=", "goal_distance_m=", "at_goal=false", "goal_reached=false"} {
 				if !strings.Contains(out, want) {
 					t.Errorf("log lacks %s:\n%s", want, out)
 				}
 			}
 		})
+	}
+}
+
+// The serving line names the world's goal: drawn from --seed with the world's jitter by default,
+// where the world's file puts it with --jitter=false (make run: the runtime is sent to the goal
+// cmd/skillrt/sim.yaml names, the obstacle worlds' 2 m ahead).
+func TestJitterFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		goal string
+	}{
+		{nil, "goal_xy_m=1.90,-0.15"},
+		{[]string{"--seed", "3"}, "goal_xy_m=2.04,0.32"},
+		{[]string{"--jitter=false"}, "goal_xy_m=2.00,0.00"},
+		{[]string{"--jitter=false", "--seed", "3"}, "goal_xy_m=2.00,0.00"},
+	} {
+		logs := newLogLines()
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			done <- run(ctx, append([]string{"--listen", "127.0.0.1:0", "--perception-addr", "", "--priority", "0", "--stats", "0", "--world", "obstacle"}, tc.args...), logs)
+		}()
+		waitServing(t, logs.lines)
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if out := logs.String(); !strings.Contains(out, tc.goal+" ") {
+			t.Errorf("%q: the serving line lacks %s:\n%s", tc.args, tc.goal, out)
+		}
 	}
 }
 

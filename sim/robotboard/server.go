@@ -47,6 +47,7 @@ type Server struct {
 	sent, sendErrors atomic.Uint64
 	last             tickCell
 	plantErr         atomic.Pointer[error]
+	goalReached      atomic.Bool
 }
 
 // Stats counts what a Server did: the board server's counters plus the perception stream's.
@@ -63,6 +64,9 @@ type Status struct {
 	BoardTicks uint64 // board ticks since power-on: simulated milliseconds
 	Truth      Truth
 	Err        error // what froze the physics, if anything
+	// GoalReached: at some tick so far the base was within the world's goal radius (what
+	// evaluation counts as reaching the goal); false in a world without a goal.
+	GoalReached bool
 }
 
 // Serve prepares a Server for r on conn. The Server owns r from Run until Run returns: reach it
@@ -119,7 +123,12 @@ func (s *Server) afterStep() {
 
 func (s *Server) publish() {
 	r := s.robot
-	s.last.store(r.Truth(), r.board.State(), r.board.Ticks())
+	truth := r.Truth()
+	s.last.store(truth, r.board.State(), r.board.Ticks())
+	if l := r.layout; l != nil && l.Goal != nil && !s.goalReached.Load() &&
+		math.Hypot(truth.Pos[0]-l.Goal.X, truth.Pos[1]-l.Goal.Y) <= l.Goal.Radius {
+		s.goalReached.Store(true)
+	}
 	if err := r.Err(); err != nil && s.plantErr.Load() == nil {
 		latched := err // only a failure allocates
 		s.plantErr.Store(&latched)
@@ -152,6 +161,7 @@ func (s *Server) Stats() Stats {
 func (s *Server) Status() Status {
 	st := Status{Stats: s.Stats()}
 	st.Truth, st.State, st.BoardTicks = s.last.load()
+	st.GoalReached = s.goalReached.Load()
 	if err := s.plantErr.Load(); err != nil {
 		st.Err = *err
 	}

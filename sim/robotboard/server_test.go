@@ -11,6 +11,7 @@ import (
 	"github.com/dualforce/dualforce/hw/perception"
 	"github.com/dualforce/dualforce/hw/proto"
 	"github.com/dualforce/dualforce/sim/robotboard"
+	"github.com/dualforce/dualforce/sim/worlds"
 )
 
 func pipe(t testing.TB) (hostEnd, boardEnd *link.PipeEnd) {
@@ -178,4 +179,34 @@ func TestServedTickAllocatesNothing(t *testing.T) {
 		t.Fatalf("status %+v", st)
 	}
 	waitAccepted(t, rx, 1)
+}
+
+// A served robot's status says whether the base has been within the world's goal radius: here
+// from the first tick when the goal is at the start, never when it is 2 m ahead or absent.
+func TestGoalReached(t *testing.T) {
+	for _, tc := range []struct {
+		world string
+		want  bool
+	}{
+		{"name: goal_here\ngoal: {x: 0.1, y: 0, radius: 0.25}\n", true},
+		{"name: goal_ahead\ngoal: {x: 2, y: 0, radius: 0.25}\n", false},
+		{"name: no_goal\n", false},
+	} {
+		s, err := worlds.Parse([]byte(tc.world))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := newRobot(t, robotboard.Config{Scenario: s})
+		_, boardEnd := pipe(t)
+		srv, err := r.Serve(boardEnd, robotboard.ServeOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 10 {
+			r.Step(nil)
+		}
+		if got := srv.Status().GoalReached; got != tc.want {
+			t.Errorf("%s: goal reached %v, want %v", s.Name, got, tc.want)
+		}
+	}
 }
