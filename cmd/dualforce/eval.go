@@ -116,6 +116,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	restart := fs.Duration("switch-restart", core.DefaultSwitchConfig().Restart, "with --switching: hand over at a standstill held this long (the runtime's transitions.restart; 0 blends)")
 	stallAfter := fs.Duration("stall-after", core.DefaultSwitchConfig().StallAfter, "with --switching: no progress towards the goal this long blocks the route (obstacle_switching.stall_after; 0 turns it off)")
 	noise := fs.Bool("noise", false, "simulate sensor noise (encoders, IMU, mocap)")
+	hostDelay := fs.Duration("host-delay", 0, "leave each robot lying with its motors off this long before the runtime connects and stands it up, as a robot powered on before its runtime (make run's simulator before skillrt; a real Solo12) (0: connected at power-on, standing, as the data were collected)")
 	discount := fs.Float64("sf-discount", 1, "weight of state k in the online SFs is discount^k (1: the episode mean)")
 	fences := fs.Bool("fences", false, "navigation: also run every latent in the fenced worlds (left, right, both) and record goal rates per world")
 	afterSwitch := fs.Bool("after-switch", false, "navigation, with --fences: also measure each latent's goal rate after the runtime switches to it from its start latent")
@@ -155,9 +156,10 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *seconds > 0 {
 		cfg.Task.EpisodeSeconds = *seconds
 	}
-	if *stallAfter < 0 || *restart < 0 {
-		return usagef("--stall-after %v, --switch-restart %v: want non-negative durations", *stallAfter, *restart)
+	if *stallAfter < 0 || *restart < 0 || *hostDelay < 0 {
+		return usagef("--stall-after %v, --switch-restart %v, --host-delay %v: want non-negative durations", *stallAfter, *restart, *hostDelay)
 	}
+	cfg.HostDelay = *hostDelay
 	cfg.Core = func(c *core.Config) { c.Switching.Restart, c.Switching.StallAfter = *restart, *stallAfter }
 	if *noise {
 		cfg.Noise = sensorNoise

@@ -180,6 +180,7 @@ func TestEvalUsage(t *testing.T) {
 		{[]string{"eval"}, 2, "--bank and --task are required"},
 		{[]string{"eval", "--bank", navPath, "--task", "dance"}, 2, "dance"},
 		{[]string{"eval", "--bank", navPath, "--task", "locomotion", "--rollouts", "0"}, 2, "--rollouts 0"},
+		{[]string{"eval", "--bank", navPath, "--task", "navigation", "--host-delay", "-1s"}, 2, "--host-delay -1s"},
 		{[]string{"eval", "--bank", navPath, "--task", "locomotion", "--world", "atlantis"}, 2, "atlantis"},
 		{[]string{"eval", "--bank", navPath, "--task", "locomotion", "--quiet", "--out", dir}, 2, "cannot run the locomotion task"},
 		{[]string{"eval", "--bank", filepath.Join(dir, "missing.npz"), "--task", "navigation"}, 1, "missing.npz"},

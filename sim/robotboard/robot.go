@@ -34,6 +34,11 @@ type Config struct {
 	Noise    sim.Noise
 	Board    board.Config
 	Logger   *slog.Logger // nil: slog.Default()
+	// HostDelay is how long the robot runs before New returns, with no host and so with its
+	// motors off: it sinks onto the ground, as a robot does that powers on before its runtime
+	// connects (make run's simulator before skillrt, a real Solo12). 0: a host connects at
+	// power-on, standing, as collection and evaluation assume.
+	HostDelay time.Duration
 }
 
 // Robot is a simulated Solo12 behind an emulated master board. It is not safe for concurrent
@@ -64,8 +69,12 @@ func (p *plant) Step(drive *[sim.NumMotors]board.MotorDrive) {
 	}
 }
 
-// New builds the world, places the robot at its start and powers the board on.
+// New builds the world, places the robot at its start and powers the board on; with
+// cfg.HostDelay it leaves the robot unattended that long.
 func New(cfg Config) (*Robot, error) {
+	if cfg.HostDelay < 0 {
+		return nil, fmt.Errorf("robotboard: host delay %v: want 0 or more", cfg.HostDelay)
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
@@ -91,7 +100,14 @@ func New(cfg Config) (*Robot, error) {
 	}
 	rb := &Robot{robot: r, plant: p, board: b, layout: layout, baseGeom: baseGeom}
 	var qd [solo12.NumJoints]float64
-	r.Joints(&rb.offsets, &qd)
+	r.Joints(&rb.offsets, &qd) // the encoders count from power-on, before any wait
+	for range int(cfg.HostDelay / time.Millisecond) {
+		rb.Step(nil)
+	}
+	if err := rb.Err(); err != nil {
+		r.Close()
+		return nil, fmt.Errorf("robotboard: waiting %v for a host: %w", cfg.HostDelay, err)
+	}
 	return rb, nil
 }
 

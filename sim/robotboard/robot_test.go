@@ -205,6 +205,34 @@ func TestTruthReportsAFall(t *testing.T) {
 	}
 }
 
+// With a host delay the robot has sunk onto the ground, motors off, when New returns, its
+// encoders still counting from the power-on pose, and a host can then connect and stand it up.
+func TestHostDelay(t *testing.T) {
+	if _, err := robotboard.New(robotboard.Config{HostDelay: -time.Millisecond, Logger: quietLog()}); err == nil {
+		t.Error("a negative host delay was taken")
+	}
+	atOnce := newRobot(t, robotboard.Config{})
+	r := newRobot(t, robotboard.Config{HostDelay: 1500 * time.Millisecond})
+	if tr := r.Truth(); tr.Time != 1500*time.Millisecond || tr.Pos[2] > 0.1 {
+		t.Fatalf("after the host delay: %+v, want 1.5 s and the base on the ground", tr)
+	}
+	if r.JointOffsets() != atOnce.JointOffsets() {
+		t.Errorf("offsets %v, want the power-on pose %v", r.JointOffsets(), atOnce.JointOffsets())
+	}
+	h := &lockstepHost{r: r}
+	h.connect(t)
+	st := newStander(r.JointOffsets())
+	in := h.exchange(t, st.next(nil))
+	hr := newHeightRange()
+	for !st.holding() {
+		in = h.exchange(t, st.next(in))
+		if st.tick > standUpTicks {
+			hr.add(r.Truth().Pos[2])
+		}
+	}
+	hr.check(t)
+}
+
 func BenchmarkLockstepTick(b *testing.B) {
 	for _, substeps := range []int{1, 10} {
 		b.Run(map[int]string{1: "substeps=1", 10: "substeps=10"}[substeps], func(b *testing.B) {

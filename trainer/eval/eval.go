@@ -40,6 +40,11 @@ type Config struct {
 	StandUp, Settle time.Duration
 	// Noise is the simulated sensors' noise.
 	Noise sim.Noise
+	// HostDelay leaves each robot unattended that long before the runtime core connects: it
+	// sinks onto the ground with its motors off and is stood up from there, as a runtime
+	// started after the robot finds it (robotboard.Config.HostDelay). 0: connected at power-on,
+	// as the data were collected.
+	HostDelay time.Duration
 	// Discount weights the acting states' features in the online successor features: state k
 	// by Discount^k, normalised. 1 (or 0, the zero value) is the plain mean over the episode.
 	Discount float64
@@ -108,6 +113,8 @@ func (c *Config) validate(subjects []Subject) error {
 		return bad("%d paths per latent", c.Paths)
 	case !(c.StandUp > 0) || c.Settle < 0:
 		return bad("stand-up %v and settle %v: want a positive stand-up and a non-negative settle", c.StandUp, c.Settle)
+	case c.HostDelay < 0:
+		return bad("host delay %v: want 0 or more", c.HostDelay)
 	case !(c.Discount >= 0 && c.Discount <= 1):
 		return bad("discount %v outside [0, 1]", c.Discount)
 	case math.IsNaN(c.StartYaw) || math.IsInf(c.StartYaw, 0):

@@ -226,6 +226,7 @@ func TestConfigRefused(t *testing.T) {
 		{"NaN episode", func(c *Config) { c.Task.EpisodeSeconds = math.NaN() }, Latents(loco)},
 		{"negative workers", func(c *Config) { c.Workers = -1 }, Latents(loco)},
 		{"no stand-up", func(c *Config) { c.StandUp = 0 }, Latents(loco)},
+		{"negative host delay", func(c *Config) { c.HostDelay = -time.Second }, Latents(loco)},
 		{"discount past 1", func(c *Config) { c.Discount = 1.5 }, Latents(loco)},
 		{"infinite start yaw", func(c *Config) { c.StartYaw = math.Inf(1) }, Latents(loco)},
 		{"nothing", nil, nil},
