@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	paho "github.com/eclipse/paho.mqtt.golang"
 	"os"
 	"strings"
 	"sync"
@@ -373,5 +375,36 @@ func writeFile(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Closing the broker disconnects its clients and returns, also while some of them are leaving.
+// mochi v2.7.9's own Close can deadlock when one leaves at the wrong moment (Broker.Close says
+// how; seen once in the runtime/app tests), but that window is a few instructions wide: this test
+// did not hit it with the old Close in 4,000 rounds, so it guards the new path, not the race.
+func TestBrokerCloseDisconnectsClients(t *testing.T) {
+	for round := range 10 {
+		b, err := StartBroker(BrokerConfig{RobotID: testRobot, Address: "127.0.0.1:0", Logger: quietLog})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var clients []paho.Client
+		for range 4 {
+			clients = append(clients, rawClient(t, b.URL(), b.RobotCredentials(), nil))
+		}
+		go clients[0].Disconnect(0)
+		closed := make(chan error, 1)
+		go func() { closed <- b.Close() }()
+		select {
+		case err := <-closed:
+			if err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: the broker's Close has not returned after 10 s", round)
+		}
+		for i, c := range clients[1:] {
+			eventually(t, 5*time.Second, fmt.Sprintf("round %d: client %d disconnected by the broker", round, i+1), func() bool { return !c.IsConnectionOpen() })
+		}
 	}
 }

@@ -120,7 +120,25 @@ func (b *Broker) URL() string { return b.url }
 func (b *Broker) RobotCredentials() Credentials { return b.robot }
 
 // Close stops the broker and disconnects every client.
-func (b *Broker) Close() error { return b.server.Close() }
+//
+// It closes the listeners itself before mochi's Server.Close does: that lists a listener's
+// clients under a read lock it takes twice (v2.7.9's Clients.GetByListener calls Len), and a
+// clean-session client whose disconnect queues the write lock (Clients.Delete) between the two
+// deadlocks it for good. It happened in the runtime/app tests, the runtime's own adapter
+// disconnecting as the runtime stopped. Here the clients are listed under one read lock, and
+// CloseAll waits for every client's goroutine (and so its Delete) to end; Server.Close then
+// finds the listeners closed and lists no clients.
+func (b *Broker) Close() error {
+	s := b.server
+	s.Listeners.CloseAll(func(listener string) {
+		for _, cl := range s.Clients.GetAll() {
+			if cl.Net.Listener == listener && !cl.Closed() {
+				_ = s.DisconnectClient(cl, packets.ErrServerShuttingDown)
+			}
+		}
+	})
+	return s.Close()
+}
 
 // brokerAuth admits the robot with its secret, and everyone else through the
 // password file (or freely when there is none, which StartBroker allows on
