@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"image/png"
+	"log/slog"
 	"maps"
 	"math"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/dualforce/dualforce/runtime/core"
 	"github.com/dualforce/dualforce/runtime/corebus"
 	"github.com/dualforce/dualforce/sim"
+	"github.com/dualforce/dualforce/sim/robotboard"
 	"github.com/dualforce/dualforce/skills"
 	"github.com/dualforce/dualforce/skills/skillstest"
 	"github.com/dualforce/dualforce/trainer/collect"
@@ -204,6 +206,26 @@ func TestNearMisses(t *testing.T) {
 	}
 	if near, missed := NearMisses(rollouts, 0.3); near != 2 || missed != 3 {
 		t.Fatalf("%d near of %d missed, want 2 of 3", near, missed)
+	}
+}
+
+// A rollout's robot gets the evaluation's sensor noise and host delay: with --host-delay it has
+// lain that long, motors off, when the runtime connects.
+func TestRolloutRobot(t *testing.T) {
+	cfg := shortConfig(t, 1, 1)
+	cfg.HostDelay, cfg.Noise = 700*time.Millisecond, sim.Noise{EncoderStd: 1e-4}
+	rc := cfg.robot(nil, 3)
+	if rc.Seed != 3 || rc.Noise != cfg.Noise || rc.HostDelay != cfg.HostDelay {
+		t.Fatalf("robot config %+v", rc)
+	}
+	rc.Logger = slog.New(slog.DiscardHandler)
+	r, err := robotboard.New(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if tr := r.Truth(); tr.Time != cfg.HostDelay || tr.Pos[2] > 0.1 {
+		t.Fatalf("the robot when the runtime connects: %+v, want 0.7 s and the base on the ground", tr)
 	}
 }
 

@@ -178,7 +178,7 @@ func (j *job) run(ctx context.Context) (ro Rollout, err error) {
 	sc.Start.Yaw += yaw
 	layout := sc.Layout(seed) // what the robot is built in: robotboard resolves the same seed
 	goal := cfg.Task.Goal(layout)
-	r, err := rig.New(j.subject.Bank, robotboard.Config{Scenario: &sc, Seed: seed, Noise: cfg.Noise, HostDelay: cfg.HostDelay}, func(c *core.Config) {
+	r, err := rig.New(j.subject.Bank, cfg.robot(&sc, seed), func(c *core.Config) {
 		c.Skill = j.subject.Latent
 		c.StandUp = cfg.StandUp
 		c.Velocity = [3]float64{float64(cfg.Task.Command[0]), float64(cfg.Task.Command[1]), float64(cfg.Task.Command[2])}
@@ -224,6 +224,11 @@ func (j *job) run(ctx context.Context) (ro Rollout, err error) {
 	}
 	rec.finish()
 	return ro, nil
+}
+
+// robot is the simulated robot of a rollout in world sc with layout seed.
+func (c *Config) robot(sc *worlds.Scenario, seed uint64) robotboard.Config {
+	return robotboard.Config{Scenario: sc, Seed: seed, Noise: c.Noise, HostDelay: c.HostDelay}
 }
 
 // recorder turns the states of one rollout into its measurements.
