@@ -78,7 +78,8 @@ RUN_KEEP_AWAKE ?= 1
 # 2.5 s), so that the simulated robot, which powers on standing with its motors off, is enabled
 # as it powers on, the way the skills were collected and evaluated. Started the other way round
 # the robot lay on the ground for 1.5 s before the runtime stood it up, and the shipped
-# navigation bank got stuck at the box (`dualforce eval --host-delay`, docs/results.md).
+# navigation bank got stuck at the box (`dualforce eval --host-delay`, docs/results.md). A
+# Ctrl-C interrupts the shell's wait for it: the loop waits on until it has stopped, for its status.
 run: setup build ## the main job: simulated Solo12 + the runtime running a shipped skill bank (Ctrl-C stops)
 	@echo "make run: simulated Solo12 ($(RUN_WORLD)) <-UDP tunnel-> skillrt ($(RUN_BANK)); MQTT on 127.0.0.1:1883 (bin/skillrt op --robot solo-sim watch), metrics on 127.0.0.1:9102"
 	@if [ "$(RUN_KEEP_AWAKE)" != 0 ]; then bin/skillrt keep-awake & awake=$$!; fi; \
@@ -87,7 +88,8 @@ run: setup build ## the main job: simulated Solo12 + the runtime running a shipp
 	trap 'kill $$sim $$awake 2>/dev/null; wait $$sim $$awake 2>/dev/null' EXIT INT TERM; \
 	sleep 0.5; \
 	bin/solo12sim --transport udp --listen 127.0.0.1:9750 --perception-addr 127.0.0.1:9751 --world $(RUN_WORLD) --jitter=false --stats 0 & sim=$$!; \
-	wait $$rt || [ $$? = 124 ]
+	wait $$rt; st=$$?; while kill -0 $$rt 2>/dev/null; do wait $$rt; st=$$?; done; \
+	[ $$st = 0 ] || [ $$st = 124 ]
 
 # BANK_TASKS rebuilds only some of them (e.g. BANK_TASKS=locomotion); see banks/build.sh for
 # the steps and the sizes, and out/banks/<task> for the runs, their plots and eval.json.
