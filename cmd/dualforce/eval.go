@@ -116,7 +116,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	restart := fs.Duration("switch-restart", core.DefaultSwitchConfig().Restart, "with --switching: hand over at a standstill held this long (the runtime's transitions.restart; 0 blends)")
 	stallAfter := fs.Duration("stall-after", core.DefaultSwitchConfig().StallAfter, "with --switching: no progress towards the goal this long blocks the route (obstacle_switching.stall_after; 0 turns it off)")
 	noise := fs.Bool("noise", false, "simulate sensor noise (encoders, IMU, mocap)")
-	hostDelay := fs.Duration("host-delay", 0, "leave each robot lying with its motors off this long before the runtime connects and stands it up, as a robot powered on before its runtime (make run's simulator before skillrt; a real Solo12) (0: connected at power-on, standing, as the data were collected)")
+	hostDelay := fs.Duration("host-delay", 0, "leave each robot lying with its motors off this long before the runtime connects and stands it up, as a robot powered on before its runtime starts, a real Solo12 (0: connected at power-on, standing, as the data were collected)")
 	discount := fs.Float64("sf-discount", 1, "weight of state k in the online SFs is discount^k (1: the episode mean)")
 	fences := fs.Bool("fences", false, "navigation: also run every latent in the fenced worlds (left, right, both) and record goal rates per world")
 	afterSwitch := fs.Bool("after-switch", false, "navigation, with --fences: also measure each latent's goal rate after the runtime switches to it from its start latent")

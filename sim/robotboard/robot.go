@@ -36,7 +36,7 @@ type Config struct {
 	Logger   *slog.Logger // nil: slog.Default()
 	// HostDelay is how long the robot runs before New returns, with no host and so with its
 	// motors off: it sinks onto the ground, as a robot does that powers on before its runtime
-	// connects (make run's simulator before skillrt, a real Solo12). 0: a host connects at
+	// connects (a real Solo12, or a simulator started before its runtime). 0: a host connects at
 	// power-on, standing, as collection and evaluation assume.
 	HostDelay time.Duration
 }
