@@ -141,7 +141,7 @@ func runTrainDualForce(ctx context.Context, args []string, stdout, stderr io.Wri
 	every := fs.Int("checkpoint-every", def.Run.CheckpointEvery, "iterations between checkpoints")
 	resume := fs.Bool("resume", false, "continue the run in --out from its checkpoint")
 	bankPath := fs.String("bank", "", "bank to write at the end (default <out>/bank.npz)")
-	quiet := fs.Bool("quiet", false, "no progress output (the progress bar, the line saying what is read)")
+	quiet := fs.Bool("quiet", false, trainerQuietUsage)
 	checkRollouts := fs.Int("check-rollouts", -1, checkRolloutsUsage("each checkpoint's skills (each on its latest latent); the bank takes each skill from the checkpoint it was judged best in"))
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err

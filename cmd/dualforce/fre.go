@@ -78,7 +78,7 @@ func runTrainFRE(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	seed := fs.Uint64("seed", def.Seed, "seed of every random choice")
 	every := fs.Int("checkpoint-every", def.Run.CheckpointEvery, "steps between checkpoints")
 	resume := fs.Bool("resume", false, "continue the run in --out from its checkpoint")
-	quiet := fs.Bool("quiet", false, "no progress output (the progress bar, the line saying what is read)")
+	quiet := fs.Bool("quiet", false, trainerQuietUsage)
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
@@ -186,15 +186,6 @@ func parseWeights(list string) ([fre.NumFamilies]float64, error) {
 // defaultFREPool is train fre's --pool: how many offline states (at most)
 // carry the prior.
 const defaultFREPool = 200000
-
-// announceReading tells a user who waits what the wait is for: a trainer reads and prepares
-// its data set, and builds its networks, before its first output (about 1.5 minutes for the
-// paper-scale navigation set on two quiet cores), unless it was asked to be quiet.
-func announceReading(w io.Writer, quiet bool, offline string) {
-	if !quiet {
-		fmt.Fprintf(w, "reading %s and preparing the run (a paper-scale set takes a minute or two)\n", offline)
-	}
-}
 
 // loadOfflineWithReward reads and checks the offline dataset and the
 // imitation reward r_E of every offline transition from the SMODICE run
