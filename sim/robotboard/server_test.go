@@ -2,6 +2,7 @@ package robotboard_test
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -181,16 +182,18 @@ func TestServedTickAllocatesNothing(t *testing.T) {
 	waitAccepted(t, rx, 1)
 }
 
-// A served robot's status says whether the base has been within the world's goal radius: here
-// from the first tick when the goal is at the start, never when it is 2 m ahead or absent.
+// A served robot's status says whether the base has been within the world's goal radius at any
+// tick so far: from the first tick when the goal is at the start, and still after the robot has
+// been moved away from it; only once it has been moved onto the goal when the goal is 2 m ahead;
+// never in a world without a goal.
 func TestGoalReached(t *testing.T) {
 	for _, tc := range []struct {
-		world string
-		want  bool
+		world         string
+		before, after bool // reached before and after the robot is moved to x = 2 m
 	}{
-		{"name: goal_here\ngoal: {x: 0.1, y: 0, radius: 0.25}\n", true},
-		{"name: goal_ahead\ngoal: {x: 2, y: 0, radius: 0.25}\n", false},
-		{"name: no_goal\n", false},
+		{"name: goal_here\ngoal: {x: 0.1, y: 0, radius: 0.25}\n", true, true},
+		{"name: goal_ahead\ngoal: {x: 2, y: 0, radius: 0.25}\n", false, true},
+		{"name: no_goal\n", false, false},
 	} {
 		s, err := worlds.Parse([]byte(tc.world))
 		if err != nil {
@@ -202,11 +205,23 @@ func TestGoalReached(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for range 10 {
-			r.Step(nil)
+		step := func() {
+			for range 10 {
+				r.Step(nil)
+			}
 		}
-		if got := srv.Status().GoalReached; got != tc.want {
-			t.Errorf("%s: goal reached %v, want %v", s.Name, got, tc.want)
+		step()
+		if got := srv.Status().GoalReached; got != tc.before {
+			t.Errorf("%s: goal reached %v at the start, want %v", s.Name, got, tc.before)
+		}
+		pose := r.Sim().StartPose()
+		pose.Pos[0] = 2
+		if err := r.Sim().Reset(pose); err != nil {
+			t.Fatal(err)
+		}
+		step()
+		if st := srv.Status(); st.GoalReached != tc.after || math.Abs(st.Truth.Pos[0]-2) > 0.05 {
+			t.Errorf("%s: goal reached %v with the base at %.2f m, want %v at 2 m", s.Name, st.GoalReached, st.Truth.Pos[0], tc.after)
 		}
 	}
 }
