@@ -55,11 +55,13 @@ func KeepAwake(ctx context.Context, cpus []int) error {
 	}
 }
 
-// spinOn locks the calling goroutine to its thread, moves the thread to SCHED_IDLE on cpu, busy-loops
-// until ctx is done, and gives the thread back as it found it and unlocked, so the Go scheduler
-// may reuse it. (Leaving it locked would not do: a locked goroutine that ends on the process's
-// main thread leaves that thread parked for good, idle policy and pinning included.) A thread
-// whose scheduling cannot be restored stays locked and ends with its goroutine.
+// spinOn locks the calling goroutine to its thread, pins the thread to cpu, moves it to
+// SCHED_IDLE, busy-loops until ctx is done, and gives the thread back as it found it and
+// unlocked, so the Go scheduler may reuse it. (Leaving it locked would not do: a locked goroutine
+// that ends on the process's main thread leaves that thread parked for good, idle policy and
+// pinning included.) A thread whose scheduling cannot be restored stays locked and ends with its
+// goroutine. It pins first: a thread already at SCHED_IDLE runs only when a CPU has nothing else
+// to do, so on a busy machine it could wait for seconds, unpinned, before it pinned itself.
 func spinOn(ctx context.Context, cpu int) error {
 	runtime.LockOSThread()
 	prev, err := unix.SchedGetAttr(0, 0)
@@ -67,20 +69,19 @@ func spinOn(ctx context.Context, cpu int) error {
 		runtime.UnlockOSThread()
 		return fmt.Errorf("clock: read scheduling policy: %w", err)
 	}
-	if err := unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_IDLE}, 0); err != nil {
-		runtime.UnlockOSThread()
-		return fmt.Errorf("clock: SCHED_IDLE on CPU %d: %w", cpu, err)
-	}
-	restore := func() error { return unix.SchedSetAttr(0, prev, 0) }
 	unpin, err := Pin([]int{cpu})
 	if err != nil {
-		if restore() == nil {
-			runtime.UnlockOSThread()
-		}
+		runtime.UnlockOSThread()
 		return err
 	}
+	if err := unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_IDLE}, 0); err != nil {
+		if unpin() == nil {
+			runtime.UnlockOSThread()
+		}
+		return fmt.Errorf("clock: SCHED_IDLE on CPU %d: %w", cpu, err)
+	}
 	spin(ctx)
-	if unpin() == nil && restore() == nil {
+	if unix.SchedSetAttr(0, prev, 0) == nil && unpin() == nil {
 		runtime.UnlockOSThread()
 	}
 	return nil

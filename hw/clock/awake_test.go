@@ -74,14 +74,23 @@ func noSpinnerLeft(t *testing.T) {
 	}
 }
 
-// keepAwakeFor runs KeepAwake on cpus, calls during while it runs, and checks that it stops
-// cleanly when its context ends.
+// keepAwakeFor runs KeepAwake on cpus, waits until a thread spins at SCHED_IDLE for each CPU it
+// keeps (every CPU when cpus is empty), calls during, and checks that it stops cleanly when its
+// context ends.
 func keepAwakeFor(t *testing.T, cpus []int, during func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- KeepAwake(ctx, cpus) }()
-	time.Sleep(100 * time.Millisecond) // the threads take their CPUs
+	want := len(cpus)
+	if want == 0 {
+		want = runtime.NumCPU()
+	}
+	for deadline := time.Now().Add(5 * time.Second); len(idleThreadCPUs(t)) < want; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 5 s, SCHED_IDLE threads on CPUs %v, want %d", idleThreadCPUs(t), want)
+		}
+	}
 	during()
 	cancel()
 	if err := <-done; err != nil {
