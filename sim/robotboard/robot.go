@@ -101,7 +101,8 @@ func New(cfg Config) (*Robot, error) {
 	rb := &Robot{robot: r, plant: p, board: b, layout: layout, baseGeom: baseGeom}
 	var qd [solo12.NumJoints]float64
 	r.Joints(&rb.offsets, &qd) // the encoders count from power-on, before any wait
-	for range int(cfg.HostDelay / time.Millisecond) {
+	// One Step is one board tick (sim.ControlPeriod).
+	for range int(math.Round(cfg.HostDelay.Seconds() / sim.ControlPeriod)) {
 		rb.Step(nil)
 	}
 	if err := rb.Err(); err != nil {
