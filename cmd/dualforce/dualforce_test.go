@@ -27,12 +27,14 @@ func TestTrainDualForce(t *testing.T) {
 	dir := t.TempDir()
 	data := writeSynthetic(t, dir)
 	smodiceRun, freRun := filepath.Join(dir, "smodice"), filepath.Join(dir, "fre")
-	mustRun(t, "train", "smodice", "--offline", data, "--out", smodiceRun, "--disc-steps", "20", "--iters", "1", "--batch", "64", "--check-rollouts", "0", "--quiet")
+	// --policy-tilt here and in the Dual-Force run below: each method must hand its learners
+	// the reward to tilt by, or their first SetWeights fails.
+	mustRun(t, "train", "smodice", "--offline", data, "--out", smodiceRun, "--disc-steps", "20", "--iters", "1", "--batch", "64", "--check-rollouts", "0", "--policy-tilt", "1", "--quiet")
 	mustRun(t, append([]string{"train", "fre", "--offline", data, "--smodice", smodiceRun, "--out", freRun}, tinyFRE...)...)
 
 	out := filepath.Join(dir, "dualforce")
 	tiny := []string{"train", "dualforce", "--offline", data, "--smodice", smodiceRun, "--fre", freRun,
-		"--iters", "3", "--value-steps", "1", "--policy-steps", "1", "--batch", "64", "--hidden", "16", "--subsets", "2", "--checkpoint-every", "2", "--check-rollouts", "1", "--quiet"}
+		"--iters", "3", "--value-steps", "1", "--policy-steps", "1", "--batch", "64", "--hidden", "16", "--subsets", "2", "--checkpoint-every", "2", "--check-rollouts", "1", "--policy-tilt", "1", "--quiet"}
 	stdout := mustRun(t, append(tiny, "--out", out)...)
 	t.Log(stdout)
 	if !strings.Contains(stdout, "l0 6, eps 4, latents of 8 values") {

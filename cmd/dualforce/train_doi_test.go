@@ -17,7 +17,7 @@ func TestTrainDOI(t *testing.T) {
 	data := writeSynthetic(t, dir)
 	run := filepath.Join(dir, "doi")
 	out := mustRun(t, "train", "doi", "--offline", data, "--out", run, "--disc-steps", "30", "--batch", "64", "--iters", "6",
-		"--checkpoint-every", "3", "--disdain", "0.5", "--ensemble", "2", "--quiet")
+		"--checkpoint-every", "3", "--disdain", "0.5", "--ensemble", "2", "--policy-tilt", "1", "--quiet")
 	t.Log(out)
 	for _, want := range []string{"iteration 6: H(q)", "bank: " + filepath.Join(run, "bank.npz") + " (3 skills)"} {
 		if !strings.Contains(out, want) {
@@ -40,8 +40,9 @@ func TestTrainDOI(t *testing.T) {
 	if !strings.Contains(string(html), "Training metrics: metrics.jsonl") {
 		t.Fatal("the report of a DOI run has no metrics figure")
 	}
-	// Resumed to 8 iterations, the run writes the bank an uninterrupted run of 8 writes.
-	flags := []string{"--offline", data, "--disc-steps", "30", "--batch", "64", "--iters", "8", "--checkpoint-every", "3", "--disdain", "0.5", "--ensemble", "2", "--quiet"}
+	// Resumed to 8 iterations, the run writes the bank an uninterrupted run of 8 writes (its
+	// policies' draws tilted, which must survive the resume).
+	flags := []string{"--offline", data, "--disc-steps", "30", "--batch", "64", "--iters", "8", "--checkpoint-every", "3", "--disdain", "0.5", "--ensemble", "2", "--policy-tilt", "1", "--quiet"}
 	straight := filepath.Join(dir, "doi8")
 	mustRun(t, append([]string{"train", "doi", "--out", straight}, flags...)...)
 	out = mustRun(t, append([]string{"train", "doi", "--out", run, "--resume"}, flags...)...)

@@ -194,6 +194,9 @@ func NewLoop(d *prep.Data, im Imitation, cfg Config) (*Loop, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := pi.SetTiltReward(rE); err != nil {
+			return nil, err
+		}
 		l.skills = append(l.skills, &skill{v: v, pi: pi, polyak: dice.Polyak{MinAlpha: cfg.MinAlpha}, reward: make([]float32, n), cdf: make([]float64, n), src: src})
 	}
 	for range cfg.Ensemble {

@@ -12,7 +12,6 @@ import (
 	"github.com/dualforce/dualforce/trainer/nn"
 	"github.com/dualforce/dualforce/trainer/prep"
 	"github.com/dualforce/dualforce/trainer/skillset"
-	"github.com/dualforce/dualforce/trainer/wbc"
 )
 
 // benchSet is random data of the locomotion shapes (48 observations, 12
@@ -129,7 +128,10 @@ func benchmarkIteration(b *testing.B, n, refreshRows int) {
 	})
 	b.Run("skill", func(b *testing.B) {
 		s := ts[0]
-		rows := wbc.Resample(loop.Weights(0), cfg.RehearsalRows)
+		if err := s.policy.SetWeights(loop.Weights(0)); err != nil {
+			b.Fatal(err)
+		}
+		rows := s.policy.Resample(cfg.RehearsalRows)
 		var value, weights, policy, rehearsal time.Duration
 		for b.Loop() {
 			t0 := time.Now()

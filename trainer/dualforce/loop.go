@@ -11,7 +11,6 @@ import (
 	"github.com/dualforce/dualforce/trainer/dataset"
 	"github.com/dualforce/dualforce/trainer/dice"
 	"github.com/dualforce/dualforce/trainer/skillset"
-	"github.com/dualforce/dualforce/trainer/wbc"
 )
 
 // Value is one skill's value learner (dice.Value): V(s, z) by the KL dual
@@ -26,11 +25,13 @@ type Value interface {
 
 // Policy is one skill's weighted-BC policy learner (wbc.Learner):
 // pi(a | s, z) fitted to the offline actions drawn by weight, or drawn
-// uniformly from a sample of rows of earlier weights (rehearsal).
+// uniformly from a sample of rows of earlier weights (rehearsal) that
+// Resample takes from the distribution of the last SetWeights.
 type Policy interface {
 	SetLatent(z []float32) error
 	SetWeights(w []float64) error
 	SetRows(rows []int32) error
+	Resample(k int) []int32
 	Step() float64
 }
 
@@ -85,7 +86,7 @@ type Config struct {
 	// weights of its iteration (ours): a policy fitted only to each
 	// iteration's latent forgets what the skill's older latents meant,
 	// and the bank keeps every one of them. The samples are RehearsalRows
-	// rows each (wbc.Resample), kept for at most RehearsalKeep iterations
+	// rows each (Policy.Resample), kept for at most RehearsalKeep iterations
 	// spread evenly over the run so far (see snapshotStride); the steps
 	// take them in turn.
 	RehearsalSteps int `json:"rehearsal_steps,omitempty"`
@@ -409,7 +410,7 @@ func (l *Loop) rehearse(i int) error {
 		}
 	}
 	if l.k%stride == 0 {
-		kept = append(kept, Snapshot{Skill: i, Iteration: l.k, Rows: wbc.Resample(l.w[i].W, l.cfg.RehearsalRows)})
+		kept = append(kept, Snapshot{Skill: i, Iteration: l.k, Rows: s.Policy.Resample(l.cfg.RehearsalRows)})
 	}
 	l.snapshots[i] = kept
 	return nil

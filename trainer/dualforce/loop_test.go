@@ -9,6 +9,7 @@ import (
 
 	"github.com/dualforce/dualforce/trainer/dataset"
 	"github.com/dualforce/dualforce/trainer/skillset"
+	"github.com/dualforce/dualforce/trainer/wbc"
 )
 
 // scriptedSkill is a value learner, policy and encoder whose weights are a
@@ -55,6 +56,14 @@ func (p *scriptedPolicy) SetWeights(w []float64) error {
 	return nil
 }
 func (p *scriptedPolicy) SetRows(rows []int32) error { p.rows = rows; return nil }
+func (p *scriptedPolicy) Resample(k int) []int32 {
+	cdf, sum := make([]float64, len(p.w)), 0.0
+	for i, x := range p.w {
+		sum += x
+		cdf[i] = sum
+	}
+	return wbc.ResampleCDF(cdf, k)
+}
 func (p *scriptedPolicy) Step() float64 {
 	if p.rows != nil {
 		p.rehearsed = append(p.rehearsed, rehearsal{z: p.z, rows: p.rows})

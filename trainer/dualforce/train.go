@@ -160,6 +160,9 @@ func Train(ctx context.Context, d *prep.Data, in TrainInputs, cfg TrainConfig, o
 		if err != nil {
 			return nil, err
 		}
+		if err := pi.SetTiltReward(in.RE); err != nil {
+			return nil, err
+		}
 		enc, err := in.Encoder(i, rng)
 		if err != nil {
 			return nil, err

@@ -189,6 +189,9 @@ func Train(ctx context.Context, d *prep.Data, cfg Config, opt Options) (*Checkpo
 	if err := l.v.SetReward(ck.Reward); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	}
+	if err := l.pi.SetTiltReward(ck.Reward); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
+	}
 	if file != nil {
 		if err := l.restore(); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)

@@ -44,6 +44,17 @@ type Config struct {
 	// clone of routes round both sides of an obstacle needs more than one:
 	// a single Gaussian fits the mean of the routes.
 	Components int `json:"components,omitempty"`
+	// Tilt, when positive, tilts the draws towards transitions of high
+	// reward (ours): after SetTiltReward(r), SetWeights(w) draws transition
+	// i with probability proportional to w_i exp(Tilt r_i). The DICE weights
+	// say which transitions the skill's state-action distribution holds, not
+	// which of them the skill would choose where the offline behaviours
+	// overlap; on the start-region navigation set the SMODICE-expert's
+	// weights put as much mass near the goal on behaviours that stop or
+	// wander beside it as on the expert, and its clone stopped beside the
+	// goal (docs/results.md). The methods tilt by the imitation reward r_E.
+	// 0 is the paper's weighted cloning.
+	Tilt float64 `json:"tilt,omitempty"`
 }
 
 // DefaultConfig is 256-256 ReLU, batch 8192 (the training methods set their
@@ -87,6 +98,7 @@ type Learner struct {
 
 	u, logJac  []float32 // unsquashed dataset actions
 	cdf        []float64 // cumulative weights (SetWeights)
+	tilt       []float64 // exp(Tilt (r_i - max r)) (SetTiltReward); nil when Tilt is 0
 	rows       []int32   // when set, Step draws uniformly among these rows instead (SetRows)
 	tape       nn.Tape[float32]
 	obs, act   []float32
@@ -100,7 +112,8 @@ type Learner struct {
 // parameters and, later, its batches from rng. A new learner draws
 // uniformly (plain behaviour cloning) until SetWeights.
 func New(data *dataset.Offline, cfg Config, rng *rand.Rand) (*Learner, error) {
-	if cfg.LR <= 0 || cfg.Batch <= 0 || cfg.Latent < 0 || !(cfg.Average >= 0 && cfg.Average < 1) || cfg.Components < 0 || cfg.Components > skills.MaxComponents {
+	if cfg.LR <= 0 || cfg.Batch <= 0 || cfg.Latent < 0 || !(cfg.Average >= 0 && cfg.Average < 1) || cfg.Components < 0 || cfg.Components > skills.MaxComponents ||
+		!(cfg.Tilt >= 0) || math.IsInf(cfg.Tilt, 1) {
 		return nil, fmt.Errorf("%w: %+v", ErrConfig, cfg)
 	}
 	if err := data.Validate(); err != nil {
@@ -136,26 +149,57 @@ func New(data *dataset.Offline, cfg Config, rng *rand.Rand) (*Learner, error) {
 // SetLatent sets z for the steps that follow.
 func (l *Learner) SetLatent(z []float32) error { return l.Net.SetLatent(z) }
 
+// SetTiltReward sets the reward r (one value per transition, finite) that
+// Config.Tilt tilts the draws of every later SetWeights by. With Tilt 0 it
+// does nothing. The factors are relative to the largest reward, so that
+// none overflows; a row whose factor underflows to 0 is never drawn.
+func (l *Learner) SetTiltReward(r []float32) error {
+	if l.cfg.Tilt == 0 {
+		return nil
+	}
+	if len(r) != l.data.Len() {
+		return fmt.Errorf("%w: %d tilt rewards for %d transitions", ErrWeights, len(r), l.data.Len())
+	}
+	if err := dataset.CheckFinite("tilt reward", r, 1); err != nil {
+		return err
+	}
+	top := float64(slices.Max(r))
+	l.tilt = make([]float64, len(r))
+	for i, x := range r {
+		l.tilt[i] = math.Exp(l.cfg.Tilt * (float64(x) - top))
+	}
+	return nil
+}
+
 // SetWeights fixes the distribution Step draws transitions from: w over
-// the whole set (non-negative, not all zero; it need not sum to 1). The
-// learner keeps its cumulative sums, not w. On error the distribution is
-// unchanged.
+// the whole set (non-negative, not all zero; it need not sum to 1), tilted
+// by Config.Tilt. The learner keeps its cumulative sums, not w. On error the
+// distribution is unchanged.
 func (l *Learner) SetWeights(w []float64) error {
 	if len(w) != l.data.Len() {
 		return fmt.Errorf("%w: %d weights for %d transitions", ErrWeights, len(w), l.data.Len())
+	}
+	if l.cfg.Tilt > 0 && l.tilt == nil {
+		return fmt.Errorf("%w: a tilt of %v and no reward to tilt by (SetTiltReward)", ErrWeights, l.cfg.Tilt)
 	}
 	sum := 0.0
 	for i, x := range w {
 		if !(x >= 0) || math.IsInf(x, 0) {
 			return fmt.Errorf("%w: w[%d] = %v", ErrWeights, i, x)
 		}
+		if l.tilt != nil {
+			x *= l.tilt[i]
+		}
 		sum += x
 	}
 	if !(sum > 0) || math.IsInf(sum, 0) {
-		return fmt.Errorf("%w: they sum to %v", ErrWeights, sum)
+		return fmt.Errorf("%w: they sum to %v (tilted by %v)", ErrWeights, sum, l.cfg.Tilt)
 	}
 	sum = 0
 	for i, x := range w {
+		if l.tilt != nil {
+			x *= l.tilt[i]
+		}
 		sum += x
 		l.cdf[i] = sum
 	}
@@ -181,23 +225,24 @@ func (l *Learner) SetRows(rows []int32) error {
 	return nil
 }
 
-// Resample draws k rows from the distribution w / sum w by systematic
-// resampling (the k evenly spaced quantiles (j + 1/2) / k of the cumulative
-// weights, no generator): each row appears about k w_i / sum w times, so a
-// uniform draw from them stands in for a draw from w. w must be
-// non-negative and not all zero, as for SetWeights.
-func Resample(w []float64, k int) []int32 {
-	total := 0.0
-	for _, x := range w {
-		total += x
-	}
+// Resample draws k rows from the distribution of the last SetWeights (or
+// the uniform one before any; SetRows does not change it): ResampleCDF of
+// the learner's cumulative weights.
+func (l *Learner) Resample(k int) []int32 { return ResampleCDF(l.cdf, k) }
+
+// ResampleCDF draws k rows from the distribution whose cumulative weights
+// are cdf (non-decreasing, last > 0) by systematic resampling: the k evenly
+// spaced quantiles (j + 1/2) / k of the total, no generator. Each row appears
+// about k p_i times, rows of zero weight never, so a uniform draw from them
+// (SetRows) stands in for a draw from the distribution.
+func ResampleCDF(cdf []float64, k int) []int32 {
+	total := cdf[len(cdf)-1]
 	rows := make([]int32, 0, k)
-	cum, i := w[0], 0
+	i := 0
 	for j := range k {
 		u := (float64(j) + 0.5) / float64(k) * total
-		for cum < u && i < len(w)-1 {
+		for cdf[i] < u && i < len(cdf)-1 {
 			i++
-			cum += w[i]
 		}
 		rows = append(rows, int32(i))
 	}

@@ -2,6 +2,7 @@ package wbc
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -135,25 +136,7 @@ func TestSetWeightsRefusesWhatItCannotDrawFrom(t *testing.T) {
 func TestDrawsFollowTheWeights(t *testing.T) {
 	data, _ := pointSet(10, 10)
 	l, _ := newLearner(t, data, smallConfig(), 1)
-	checkDraws := func(when string, w []float64) {
-		t.Helper()
-		const draws = 200000
-		total := 0.0
-		for _, x := range w {
-			total += x
-		}
-		counts := make([]int, len(w))
-		for range draws {
-			counts[l.draw()]++
-		}
-		for i, c := range counts {
-			p := w[i] / total
-			sd := math.Sqrt(draws * p * (1 - p))
-			if math.Abs(float64(c)-draws*p) > 5*sd || (p == 0 && c != 0) {
-				t.Errorf("%s: row %d drawn %d times, want %.0f ± %.0f", when, i, c, draws*p, 5*sd)
-			}
-		}
-	}
+	checkDraws := func(when string, w []float64) { t.Helper(); checkDraws(t, l, when, w) }
 	checkDraws("new learner", []float64{1, 1, 1, 1, 1, 1, 1, 1, 1, 1})
 	w := []float64{0, 1, 0, 2, 0, 0, 4, 0, 0, 3} // the first and last rows included
 	if err := l.SetWeights(w); err != nil {
@@ -184,9 +167,119 @@ func TestDrawsFollowTheWeights(t *testing.T) {
 	checkDraws("after SetRows and SetWeights", w)
 }
 
+// checkDraws checks that l draws row i in proportion to p[i] (5 standard
+// deviations of 200,000 draws), rows of p 0 never.
+func checkDraws(t *testing.T, l *Learner, when string, p []float64) {
+	t.Helper()
+	const draws = 200000
+	total := 0.0
+	for _, x := range p {
+		total += x
+	}
+	counts := make([]int, len(p))
+	for range draws {
+		counts[l.draw()]++
+	}
+	for i, c := range counts {
+		q := p[i] / total
+		sd := math.Sqrt(draws * q * (1 - q))
+		if math.Abs(float64(c)-draws*q) > 5*sd || (q == 0 && c != 0) {
+			t.Errorf("%s: row %d drawn %d times, want %.0f ± %.0f", when, i, c, draws*q, 5*sd)
+		}
+	}
+}
+
+// TestTiltDrawsByReward: with Config.Tilt k the draws and the resampled
+// rows follow w_i exp(k r_i), whatever the rewards' offset (none
+// overflows); Tilt 0 ignores the reward; a tilt without a reward, a reward
+// that does not fit, and weights whose tilted sum underflows are refused,
+// leaving the distribution as it was.
+func TestTiltDrawsByReward(t *testing.T) {
+	data, _ := pointSet(6, 11)
+	w := []float64{0, 1, 2, 1, 0.5, 3}
+	r := []float32{5, 0, -1, 1, 2, -3}
+	tilted := func(k float64, offset float32) []float64 {
+		p := make([]float64, len(w))
+		for i := range w {
+			p[i] = w[i] * math.Exp(k*float64(r[i]-offset))
+		}
+		return p
+	}
+	cfg := smallConfig()
+	cfg.Tilt = 1.5
+	l, _ := newLearner(t, data, cfg, 1)
+	if err := l.SetWeights(w); !errors.Is(err, ErrWeights) {
+		t.Errorf("a tilt with no reward: error %v, want ErrWeights", err)
+	}
+	for _, offset := range []float32{0, 1e6} {
+		shifted := make([]float32, len(r))
+		for i := range r {
+			shifted[i] = r[i] + offset
+		}
+		if err := l.SetTiltReward(shifted); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.SetWeights(w); err != nil {
+			t.Fatal(err)
+		}
+		p := tilted(cfg.Tilt, 0)
+		checkDraws(t, l, fmt.Sprintf("tilt %v, rewards offset by %v", cfg.Tilt, offset), p)
+		total := 0.0
+		for _, x := range p {
+			total += x
+		}
+		counts := make([]int, len(p))
+		const k = 1000
+		for _, row := range l.Resample(k) {
+			counts[row]++
+		}
+		for i, n := range counts {
+			if want := k * p[i] / total; math.Abs(float64(n)-want) >= 1 {
+				t.Errorf("offset %v: row %d resampled %d times, want %.2f", offset, i, n, want)
+			}
+		}
+	}
+	for _, c := range []struct {
+		name string
+		r    []float32
+	}{
+		{"short", r[:5]},
+		{"NaN", []float32{0, 0, float32(math.NaN()), 0, 0, 0}},
+		{"infinite", []float32{0, 0, 0, 0, 0, float32(math.Inf(-1))}},
+	} {
+		if err := l.SetTiltReward(c.r); err == nil {
+			t.Errorf("tilt reward %s accepted", c.name)
+		}
+	}
+	// Every weight on rows whose factor underflows: nothing to draw.
+	if err := l.SetTiltReward([]float32{0, -1000, -1000, -1000, -1000, -1000}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.SetWeights([]float64{0, 1, 1, 1, 1, 1}); !errors.Is(err, ErrWeights) {
+		t.Errorf("weights all on underflowing factors: error %v, want ErrWeights", err)
+	}
+	checkDraws(t, l, "after a refused SetWeights", tilted(cfg.Tilt, 0))
+
+	plain, _ := newLearner(t, data, smallConfig(), 1)
+	if err := plain.SetTiltReward(r); err != nil {
+		t.Fatal(err)
+	}
+	if err := plain.SetWeights(w); err != nil {
+		t.Fatal(err)
+	}
+	checkDraws(t, plain, "tilt 0", w)
+	for _, k := range []float64{-1, math.NaN(), math.Inf(1)} {
+		cfg.Tilt = k
+		if _, err := New(data, cfg, rand.New(rand.NewPCG(1, 1))); !errors.Is(err, ErrConfig) {
+			t.Errorf("tilt %v: error %v, want ErrConfig", k, err)
+		}
+	}
+}
+
 // TestResampleFollowsTheWeights: each row appears k w_i / sum w times,
 // rounded one way or the other (systematic resampling), rows of zero weight
-// never, the first and last rows included.
+// never, the first and last rows included (a learner's Resample:
+// TestTiltDrawsByReward).
 func TestResampleFollowsTheWeights(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 3))
 	for _, c := range []struct {
@@ -207,7 +300,12 @@ func TestResampleFollowsTheWeights(t *testing.T) {
 			return w
 		}(), 4096},
 	} {
-		rows := Resample(c.w, c.k)
+		cdf, sum := make([]float64, len(c.w)), 0.0
+		for i, x := range c.w {
+			sum += x
+			cdf[i] = sum
+		}
+		rows := ResampleCDF(cdf, c.k)
 		if len(rows) != c.k {
 			t.Fatalf("%s: %d rows, want %d", c.name, len(rows), c.k)
 		}
