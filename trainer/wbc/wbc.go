@@ -3,10 +3,10 @@
 // BC): a tanh-squashed Gaussian policy pi(a | s[, z]), or a mixture of
 // Gaussians (Config.Components), fitted to the offline actions by maximising
 // sum_i w_i log pi(a_i | s_i, z) for weights w over the whole offline set.
-// Batches are drawn with probability w (importance resampling) and every
-// drawn sample counts once. An optional latent z is folded into the first
-// layer's bias (nn.Conditioned), as the bank's skills.Policy does at
-// deployment.
+// Batches are drawn with probability w (importance resampling), or w exp(k r)
+// for a reward r when Config.Tilt is k, and every drawn sample counts once.
+// An optional latent z is folded into the first layer's bias
+// (nn.Conditioned), as the bank's skills.Policy does at deployment.
 package wbc
 
 import (
