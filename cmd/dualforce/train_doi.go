@@ -35,7 +35,7 @@ classifier's loss and mean entropy H(q), which nears log n when q collapses to u
 DISDAIN bonus; the mean minimum distance of the skills' offline SFs), checkpoint.npz (the
 whole state, written atomically every --checkpoint-every iterations and on Ctrl-C) and
 bank.npz (n slots, one latent per skill, doi-skill<z>), unless --bank says where.
-'dualforce report DIR' plots the metrics. --policy-lr, --policy-average and
+'dualforce report DIR' plots the metrics. --policy-lr, --policy-average,
 --policy-components and --policy-tilt are train smodice's, with every method's defaults (1e-3,
 0.99, 1, 0) whatever the task (train smodice --help says why).
 

@@ -40,6 +40,7 @@ func (s *scriptedSkill) Encode(r []float32) ([]float32, error) {
 // and rows of each.
 type scriptedPolicy struct {
 	w         []float64
+	tilt      []float64 // when set, Resample draws by w_i tilt_i, as a tilted wbc.Learner does
 	z         []float32
 	rows      []int32
 	rehearsed []rehearsal
@@ -59,6 +60,9 @@ func (p *scriptedPolicy) SetRows(rows []int32) error { p.rows = rows; return nil
 func (p *scriptedPolicy) Resample(k int) []int32 {
 	cdf, sum := make([]float64, len(p.w)), 0.0
 	for i, x := range p.w {
+		if p.tilt != nil {
+			x *= p.tilt[i]
+		}
 		sum += x
 		cdf[i] = sum
 	}
@@ -378,5 +382,28 @@ func TestRehearsalKeepsAnEvenSpreadOfEarlierLatents(t *testing.T) {
 	}
 	if n := len(offPolicies[0].rehearsed); n != 0 || len(off.State().Snapshots) != 0 {
 		t.Errorf("rehearsal off: %d rehearsal steps, %d snapshots", n, len(off.State().Snapshots))
+	}
+}
+
+// TestRehearsalSamplesThePolicysDraws: a snapshot's rows are a sample of
+// what the skill's policy drew from (Policy.Resample), not of the skill's
+// weights, so a policy whose draws are tilted rehearses the tilted draws.
+func TestRehearsalSamplesThePolicysDraws(t *testing.T) {
+	in := Inputs{Phi: []float32{-1, 0, 2}, PhiDim: 1, RE: []float32{0.5, -1, 1}}
+	cfg := DefaultConfig()
+	cfg.RehearsalSteps, cfg.RehearsalRows, cfg.RehearsalKeep = 1, 8, 3
+	l, _, ps := scriptedLoop(t, cfg, [][]float64{{1, 0, 0}, {0, 0.25, 0.75}}, in)
+	ps[1].tilt = []float64{1, 3, 1} // skill 1 draws rows 1 and 2 alike
+	for range 2 {
+		if _, err := l.Iterate(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	counts := make([]int, 3)
+	for _, row := range ps[1].rehearsed[0].rows {
+		counts[row]++
+	}
+	if !slices.Equal(counts, []int{0, 4, 4}) {
+		t.Errorf("skill 1 rehearses rows 0, 1, 2 %v times, want [0 4 4] (its tilted draws; its weights would give [0 2 6])", counts)
 	}
 }
