@@ -3,6 +3,7 @@ package doi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"github.com/dualforce/dualforce/trainer/run"
 	"github.com/dualforce/dualforce/trainer/skillset"
 	"github.com/dualforce/dualforce/trainer/smodice"
+	"github.com/dualforce/dualforce/trainer/wbc/wbctest"
 )
 
 // The cross-entropy gradient against central differences of the loss (trainer/internal/gradcheck),
@@ -71,6 +73,7 @@ func TestTrainSmall(t *testing.T) {
 	}{
 		{"plain", func(*Config) {}},
 		{"DISDAIN", func(c *Config) { c.DISDAIN, c.Ensemble = 0.5, 3 }},
+		{"tilted", func(c *Config) { c.Policy.Tilt = 0.5 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig()
@@ -102,6 +105,11 @@ func TestTrainSmall(t *testing.T) {
 			for _, m := range l.Multipliers() {
 				if lo, hi := skillset.Sigmoid(-skillset.MuBound), skillset.Sigmoid(skillset.MuBound); m < lo-1e-12 || m > hi+1e-12 {
 					t.Fatalf("sigmoid(mu) %v outside [%v, %v]", m, lo, hi)
+				}
+			}
+			if cfg.Policy.Tilt > 0 {
+				for z, s := range l.skills {
+					wbctest.CheckTiltedBy(t, fmt.Sprintf("skill %d's policy", z), s.pi, l.rE, cfg.Policy.Tilt)
 				}
 			}
 			bank, err := l.Bank()

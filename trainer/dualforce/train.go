@@ -126,27 +126,9 @@ type trainer struct {
 	bankFRE  *skills.FRE
 }
 
-// Train runs (or resumes) Dual-Force on d in opt.Dir and returns the bank
-// of every latent met: one slot per skill (its last policy) and every
-// z_i^k with its skill, iteration, sigmoid(mu), phi and offline psi. With
-// opt.Judge (Judge, which judges the skills as parts) each skill is taken
-// from the checkpoint it was judged best in: its policy of that iteration
-// and its latents met up to it.
-func Train(ctx context.Context, d *prep.Data, in TrainInputs, cfg TrainConfig, opt Options) (*skills.Bank, error) {
-	if cfg.Skills < 2 {
-		return nil, fmt.Errorf("%w: %d skills, need at least 2", ErrConfig, cfg.Skills)
-	}
-	if len(in.RE) != d.Offline.Len() {
-		return nil, fmt.Errorf("%w: %d imitation rewards for %d transitions", ErrConfig, len(in.RE), d.Offline.Len())
-	}
-	cfg.Value.Latent, cfg.Policy.Latent = in.LatentDim, in.LatentDim
-	if cfg.Loop.RehearsalSteps == 0 {
-		// The sizes mean nothing then; dropped, the configuration is that of
-		// runs from before rehearsal, which therefore still resume.
-		cfg.Loop.RehearsalRows, cfg.Loop.RehearsalKeep = 0, 0
-	}
-	// Everything is built, and every input checked, before the run
-	// directory is touched.
+// newTrainer builds every skill's fresh learners and encoder (each skill's own generator), with
+// r_E as the policy draws' tilt, and the loop over them.
+func newTrainer(d *prep.Data, in TrainInputs, cfg TrainConfig) (*trainer, error) {
 	t := &trainer{d: d, cfg: cfg, rE: in.RE, bankFRE: in.BankFRE}
 	var sk []Skill
 	for i := range cfg.Skills {
@@ -173,6 +155,34 @@ func Train(ctx context.Context, d *prep.Data, in TrainInputs, cfg TrainConfig, o
 	inputs := Inputs{Phi: d.Phi, PhiDim: d.FeatureDim, RE: in.RE}
 	var err error
 	if t.loop, err = New(cfg.Loop, inputs, sk, rand.New(rand.NewPCG(cfg.Seed, 0xd1))); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Train runs (or resumes) Dual-Force on d in opt.Dir and returns the bank
+// of every latent met: one slot per skill (its last policy) and every
+// z_i^k with its skill, iteration, sigmoid(mu), phi and offline psi. With
+// opt.Judge (Judge, which judges the skills as parts) each skill is taken
+// from the checkpoint it was judged best in: its policy of that iteration
+// and its latents met up to it.
+func Train(ctx context.Context, d *prep.Data, in TrainInputs, cfg TrainConfig, opt Options) (*skills.Bank, error) {
+	if cfg.Skills < 2 {
+		return nil, fmt.Errorf("%w: %d skills, need at least 2", ErrConfig, cfg.Skills)
+	}
+	if len(in.RE) != d.Offline.Len() {
+		return nil, fmt.Errorf("%w: %d imitation rewards for %d transitions", ErrConfig, len(in.RE), d.Offline.Len())
+	}
+	cfg.Value.Latent, cfg.Policy.Latent = in.LatentDim, in.LatentDim
+	if cfg.Loop.RehearsalSteps == 0 {
+		// The sizes mean nothing then; dropped, the configuration is that of
+		// runs from before rehearsal, which therefore still resume.
+		cfg.Loop.RehearsalRows, cfg.Loop.RehearsalKeep = 0, 0
+	}
+	// Everything is built, and every input checked, before the run
+	// directory is touched.
+	t, err := newTrainer(d, in, cfg)
+	if err != nil {
 		return nil, err
 	}
 	cfgJSON, err := json.Marshal(cfg)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -24,6 +25,7 @@ import (
 	"github.com/dualforce/dualforce/trainer/run"
 	"github.com/dualforce/dualforce/trainer/skillset"
 	"github.com/dualforce/dualforce/trainer/smodice"
+	"github.com/dualforce/dualforce/trainer/wbc/wbctest"
 )
 
 // synthetic is the small synthetic task (data seed 1) prepared for
@@ -314,5 +316,22 @@ func TestBankFromCheckpointRefusesBadCheckpoints(t *testing.T) {
 				t.Fatalf("err %v, want one naming %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestPolicyDrawsTiltedByTheImitationReward: with TrainConfig.Policy.Tilt set, every skill's
+// policy draws are tilted by r_E (TrainInputs.RE), not by the skill's mixed reward.
+func TestPolicyDrawsTiltedByTheImitationReward(t *testing.T) {
+	d, ck := trainTestData(t)
+	in := testInputs(d, ck.Reward)
+	cfg := testTrainConfig(t)
+	cfg.Policy.Tilt = 0.5
+	cfg.Value.Latent, cfg.Policy.Latent = in.LatentDim, in.LatentDim
+	tr, err := newTrainer(d, in, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, pi := range tr.policies {
+		wbctest.CheckTiltedBy(t, fmt.Sprintf("skill %d's policy", i), pi, in.RE, cfg.Policy.Tilt)
 	}
 }

@@ -178,19 +178,9 @@ func Train(ctx context.Context, d *prep.Data, cfg Config, opt Options) (*Checkpo
 	}
 	ck.Config = cfg
 
-	l := &loop{d: d, ck: ck, src: cfg.learnerSeed()}
-	rng := rand.New(l.src)
-	if l.v, err = dice.NewValue(d.Offline, cfg.Value, rng); err != nil {
+	l, err := newLoop(d, ck)
+	if err != nil {
 		return nil, err
-	}
-	if l.pi, err = wbc.New(d.Offline, cfg.Policy, rng); err != nil {
-		return nil, err
-	}
-	if err := l.v.SetReward(ck.Reward); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
-	}
-	if err := l.pi.SetTiltReward(ck.Reward); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	}
 	if file != nil {
 		if err := l.restore(); err != nil {
@@ -260,6 +250,27 @@ type loop struct {
 	src *rand.PCG // the learners' generator, saved with the checkpoint
 	v   *dice.Value
 	pi  *wbc.Learner
+}
+
+// newLoop builds fresh learners for ck's run on d (ck.Config), with ck's reward r_E as the
+// value's reward and the policy draws' tilt.
+func newLoop(d *prep.Data, ck *Checkpoint) (*loop, error) {
+	l := &loop{d: d, ck: ck, src: ck.Config.learnerSeed()}
+	rng := rand.New(l.src)
+	var err error
+	if l.v, err = dice.NewValue(d.Offline, ck.Config.Value, rng); err != nil {
+		return nil, err
+	}
+	if l.pi, err = wbc.New(d.Offline, ck.Config.Policy, rng); err != nil {
+		return nil, err
+	}
+	if err := l.v.SetReward(ck.Reward); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
+	}
+	if err := l.pi.SetTiltReward(ck.Reward); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
+	}
+	return l, nil
 }
 
 func (l *loop) restore() error {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/dualforce/dualforce/trainer/metrics"
 	"github.com/dualforce/dualforce/trainer/nn"
 	"github.com/dualforce/dualforce/trainer/run"
+	"github.com/dualforce/dualforce/trainer/wbc/wbctest"
 )
 
 // TestTrainEndToEnd trains on the synthetic task and checks that the
@@ -228,4 +230,22 @@ func TestResumeRefusesAnotherRun(t *testing.T) {
 	if ck := train(t, d, cfg, t.TempDir(), true); ck.Iteration != 5 {
 		t.Errorf("resume into an empty directory ends at %d", ck.Iteration)
 	}
+}
+
+// TestPolicyDrawsTiltedByTheImitationReward: with Config.Policy.Tilt set, the loop's policy
+// draws are tilted by the run's r_E (the checkpoint's reward), the one its value learns from.
+func TestPolicyDrawsTiltedByTheImitationReward(t *testing.T) {
+	d := prepared(t, 1)
+	cfg := testConfig().withSeeds()
+	cfg.Policy.Tilt = 0.5
+	rng := rand.New(rand.NewPCG(5, 5))
+	reward := make([]float32, d.Offline.Len())
+	for i := range reward {
+		reward[i] = float32(rng.NormFloat64())
+	}
+	l, err := newLoop(d, &Checkpoint{Config: cfg, Reward: reward})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wbctest.CheckTiltedBy(t, "the SMODICE-expert's policy", l.pi, reward, cfg.Policy.Tilt)
 }
