@@ -28,12 +28,16 @@ const (
 
 // Limits that keep a scenario physically sensible for a 2.5 kg robot.
 const (
-	maxExtent    = 100.0 // |x|, |y| of anything, m
-	maxSize      = 10.0  // any box dimension, m
-	maxFriction  = 5.0
-	startClear   = 0.35 // m between the start point and any box or fence footprint
-	startDraws   = 64   // tries for a jittered start clear of the boxes drawn
-	maxScenarioB = 1 << 20
+	maxExtent   = 100.0 // |x|, |y| of anything, m
+	maxSize     = 10.0  // any box dimension, m
+	maxFriction = 5.0
+	// DefaultStartClear is the least distance (m) between a start and any box or fence
+	// footprint (Jitter.StartClear); minStartClear the least a world may set: nearer, the
+	// standing robot's feet (0.2 m ahead of the base) are inside the footprint.
+	DefaultStartClear = 0.35
+	minStartClear     = 0.2
+	startDraws        = 64 // tries for a jittered start clear of the boxes drawn
+	maxScenarioB      = 1 << 20
 )
 
 // Scenario is the YAML schema of a world. Absent optional sections mean "none"; absent
@@ -86,7 +90,7 @@ type Fences struct {
 // is for data collection: episodes that begin anywhere in a region before the box show the
 // routes from states a run reaches only after it went elsewhere first (beside a fence, when the
 // runtime switches skills); evaluation's worlds start where the robot does. The start region
-// may reach the box: a start drawn within startClear of the box (or a fence) as laid out is
+// may reach the box: a start drawn within StartClear of the box (or a fence) as laid out is
 // drawn again, so the region covers the ground up to the box wherever the box's own jitter
 // put it.
 type Jitter struct {
@@ -97,6 +101,11 @@ type Jitter struct {
 	StartX   float64 `yaml:"start_x"`
 	StartY   float64 `yaml:"start_y"`
 	StartYaw float64 `yaml:"start_yaw"` // rad
+	// StartClear (m, default DefaultStartClear, at least 0.2) is how near a box or fence a
+	// start may be, drawn or as given. Nearer than the default, collection shows the routes
+	// from where the runtime's switch leaves the robot: standing in front of a fence, the
+	// body's length from it.
+	StartClear float64 `yaml:"start_clear"`
 }
 
 // Parse decodes one YAML scenario strictly (unknown fields are errors), applies defaults and
@@ -214,6 +223,9 @@ func (s *Scenario) Validate() error {
 		c.nonNegative("jitter.start_x", j.StartX, maxSize)
 		c.nonNegative("jitter.start_y", j.StartY, maxSize)
 		c.nonNegative("jitter.start_yaw", j.StartYaw, math.Pi)
+		if j.StartClear != 0 && !(j.StartClear >= minStartClear && j.StartClear <= maxSize) {
+			c.fail("jitter.start_clear %g m: want %g..%g (0: the default %g)", j.StartClear, minStartClear, maxSize, DefaultStartClear)
+		}
 		if s.Box == nil && (j.BoxX != 0 || j.BoxY != 0) {
 			c.fail("jitter.box_x/box_y: there is no box")
 		}
@@ -231,15 +243,15 @@ func (s *Scenario) Validate() error {
 }
 
 // checkClearOfBox rejects scenarios where some jitter could place the goal on the box, or the
-// box could come within startClear of the start. The start's own jitter is not counted: Layout
+// box could come within the start clearance of the start. The start's own jitter is not counted: Layout
 // draws a jittered start again until it is clear, and falls back to this start.
 func (s *Scenario) checkClearOfBox(c *checker) {
 	b, j := s.Box, s.jitter()
 	clear := func(x, y, jx, jy, margin float64) bool {
 		return math.Abs(x-b.X) > b.Length/2+j.BoxX+jx+margin || math.Abs(y-b.Y) > b.Width/2+j.BoxY+jy+margin
 	}
-	if !clear(s.Start.X, s.Start.Y, 0, 0, startClear) {
-		c.fail("start (%g, %g) is within %g m of the box at some jitter", s.Start.X, s.Start.Y, startClear)
+	if margin := j.startClear(); !clear(s.Start.X, s.Start.Y, 0, 0, margin) {
+		c.fail("start (%g, %g) is within %g m of the box at some jitter", s.Start.X, s.Start.Y, margin)
 	}
 	if g := s.Goal; g != nil && !clear(g.X, g.Y, j.GoalX, j.GoalY, g.Radius) {
 		c.fail("goal (%g, %g) can overlap the box at some jitter", g.X, g.Y)
@@ -251,6 +263,14 @@ func (s *Scenario) jitter() Jitter {
 		return Jitter{}
 	}
 	return *s.Jitter
+}
+
+// startClear is how near a box or fence a start may be.
+func (j Jitter) startClear() float64 {
+	if j.StartClear == 0 {
+		return DefaultStartClear
+	}
+	return j.StartClear
 }
 
 // Kind of a box in a Layout.
@@ -328,7 +348,7 @@ func (s *Scenario) Layout(seed uint64) *Layout {
 	// (uniform(0) draws nothing, and the start validation requires is clear at the first try).
 	for range startDraws {
 		start := Pose2D{X: s.Start.X + uniform(j.StartX), Y: s.Start.Y + uniform(j.StartY), Yaw: s.Start.Yaw + uniform(j.StartYaw)}
-		if l.clearOfBoxes(start.X, start.Y, startClear) {
+		if l.clearOfBoxes(start.X, start.Y, j.startClear()) {
 			l.Start = start
 			break
 		}

@@ -115,29 +115,38 @@ func TestStartJitter(t *testing.T) {
 	}
 }
 
-// A start region that reaches the box: every start is clear of the box as drawn, and starts
-// come nearer to it than the worst case of the box's jitter would allow, up to startClear.
+// A start region that reaches the box: every start is clear of the box as drawn by the world's
+// start clearance (the default, or jitter.start_clear), and starts come nearer to it than the
+// worst case of the box's jitter would allow, up to that clearance.
 func TestStartRegionReachingTheBox(t *testing.T) {
-	s, err := Parse([]byte("box: {x: 1}\njitter: {box_x: 0.15, start_x: 0.7, start_y: 0.6}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	worstCase := s.Box.X - s.Box.Length/2 - s.Jitter.BoxX - startClear
-	beyond, nearest := 0, math.Inf(1)
-	for seed := range uint64(400) {
-		l := s.Layout(seed)
-		box := l.Boxes[0]
-		gap := math.Max(math.Abs(l.Start.X-box.Center[0])-box.Half[0], math.Abs(l.Start.Y-box.Center[1])-box.Half[1])
-		if gap <= startClear {
-			t.Fatalf("seed %d: start %+v is %.3f m from the box at %v", seed, l.Start, gap, box.Center)
+	for _, tc := range []struct {
+		yaml  string
+		clear float64
+	}{
+		{"", DefaultStartClear},
+		{", start_clear: 0.22", 0.22},
+	} {
+		s, err := Parse([]byte("box: {x: 1}\njitter: {box_x: 0.15, start_x: 0.7, start_y: 0.6" + tc.yaml + "}\n"))
+		if err != nil {
+			t.Fatal(err)
 		}
-		nearest = math.Min(nearest, gap)
-		if l.Start.X > worstCase && math.Abs(l.Start.Y) < box.Half[1] {
-			beyond++
+		worstCase := s.Box.X - s.Box.Length/2 - s.Jitter.BoxX - tc.clear
+		beyond, nearest := 0, math.Inf(1)
+		for seed := range uint64(400) {
+			l := s.Layout(seed)
+			box := l.Boxes[0]
+			gap := math.Max(math.Abs(l.Start.X-box.Center[0])-box.Half[0], math.Abs(l.Start.Y-box.Center[1])-box.Half[1])
+			if gap <= tc.clear {
+				t.Fatalf("clearance %g: seed %d: start %+v is %.3f m from the box at %v", tc.clear, seed, l.Start, gap, box.Center)
+			}
+			nearest = math.Min(nearest, gap)
+			if l.Start.X > worstCase && math.Abs(l.Start.Y) < box.Half[1] {
+				beyond++
+			}
 		}
-	}
-	if beyond < 15 || nearest > startClear+0.02 {
-		t.Fatalf("%d of 400 starts in front of the box beyond the worst-case line x=%.2f, nearest %.3f m: the region does not reach the box", beyond, worstCase, nearest)
+		if beyond < 15 || nearest > tc.clear+0.02 {
+			t.Fatalf("clearance %g: %d of 400 starts in front of the box beyond the worst-case line x=%.2f, nearest %.3f m: the region does not reach the box", tc.clear, beyond, worstCase, nearest)
+		}
 	}
 }
 
@@ -170,6 +179,10 @@ func TestParseMalformed(t *testing.T) {
 		{"jitter can reach start", "box: {x: 0.8}\njitter: {box_x: 0.4}\n", "start"},
 		{"negative start jitter", "jitter: {start_y: -0.1}\n", "jitter.start_y"},
 		{"start heading jitter past a half turn", "jitter: {start_yaw: 4}\n", "jitter.start_yaw"},
+		{"start clearance inside the feet", "jitter: {start_clear: 0.1}\n", "jitter.start_clear"},
+		{"negative start clearance", "jitter: {start_clear: -0.3}\n", "jitter.start_clear"},
+		{"nan start clearance", "jitter: {start_clear: .nan}\n", "jitter.start_clear"},
+		{"start clearance puts the start near the box", "box: {x: 0.6}\njitter: {start_clear: 0.5}\n", "within 0.5 m"},
 		{"goal on the box", "box: {x: 1}\ngoal: {x: 1.1}\n", "goal"},
 		{"oversized", "name: " + strings.Repeat("x", maxScenarioB) + "\n", "larger than"},
 		{"alias bomb", "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: [*c, *c, *c, *c, *c, *c, *c, *c, *c]\n", "not found"},
