@@ -40,10 +40,10 @@ Tasks:
 Scales:
   test    for tests (locomotion 2,000 + 8,000 transitions, navigation 3,600 + 3,600: six
           expert episodes, too few to learn navigation from)
-  small   the shipped banks' navigation data, trainable on two cores (locomotion 25,000 +
-          100,000, navigation 20,000 + 23,000)
+  small   trainable on two cores in minutes (locomotion 25,000 + 100,000, navigation 20,000 +
+          23,000)
   paper   the paper's counts (locomotion 248,751 expert + 996,000 behaviour transitions,
-          navigation 654,501 + 749,501)
+          navigation 654,501 + 749,501): the shipped navigation bank's data (banks/build.sh)
 
 --action-scale S makes an action of 1 mean S rad of joint target from the default pose (the
 contract's scale, which training, evaluation and the runtime read from the files); the
