@@ -213,6 +213,7 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte("box: {x: 1, height: -1}\n"))
 	f.Add([]byte("fences: {left: true}\n"))
+	f.Add([]byte("box: {x: 1}\njitter: {start_x: 0.7, start_clear: 0.22}\n"))
 	f.Add([]byte("a: &a [x]\nb: [*a, *a]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := Parse(data)
