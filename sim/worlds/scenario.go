@@ -31,10 +31,10 @@ const (
 	maxExtent   = 100.0 // |x|, |y| of anything, m
 	maxSize     = 10.0  // any box dimension, m
 	maxFriction = 5.0
-	// DefaultStartClear is the least distance (m) between a start and any box or fence
+	// defaultStartClear is the least distance (m) between a start and any box or fence
 	// footprint (Jitter.StartClear); minStartClear the least a world may set: nearer, the
 	// standing robot's feet (0.2 m ahead of the base) are inside the footprint.
-	DefaultStartClear = 0.35
+	defaultStartClear = 0.35
 	minStartClear     = 0.2
 	startDraws        = 64 // tries for a jittered start clear of the boxes drawn
 	maxScenarioB      = 1 << 20
@@ -101,10 +101,10 @@ type Jitter struct {
 	StartX   float64 `yaml:"start_x"`
 	StartY   float64 `yaml:"start_y"`
 	StartYaw float64 `yaml:"start_yaw"` // rad
-	// StartClear (m, default DefaultStartClear, at least 0.2) is how near a box or fence a
-	// start may be, drawn or as given. Nearer than the default, collection shows the routes
-	// from where the runtime's switch leaves the robot: standing in front of a fence, the
-	// body's length from it.
+	// StartClear (m; 0.35 when 0, at least 0.2) is how near a box or fence a drawn start may
+	// come, and the world's own start the box at any of its jitter. Nearer than the default,
+	// collection shows the routes from where the runtime's switch leaves the robot: standing
+	// in front of a fence, about the body's length from it.
 	StartClear float64 `yaml:"start_clear"`
 }
 
@@ -224,7 +224,7 @@ func (s *Scenario) Validate() error {
 		c.nonNegative("jitter.start_y", j.StartY, maxSize)
 		c.nonNegative("jitter.start_yaw", j.StartYaw, math.Pi)
 		if j.StartClear != 0 && !(j.StartClear >= minStartClear && j.StartClear <= maxSize) {
-			c.fail("jitter.start_clear %g m: want %g..%g (0: the default %g)", j.StartClear, minStartClear, maxSize, DefaultStartClear)
+			c.fail("jitter.start_clear %g m: want %g..%g (0: the default %g)", j.StartClear, minStartClear, maxSize, defaultStartClear)
 		}
 		if s.Box == nil && (j.BoxX != 0 || j.BoxY != 0) {
 			c.fail("jitter.box_x/box_y: there is no box")
@@ -243,8 +243,8 @@ func (s *Scenario) Validate() error {
 }
 
 // checkClearOfBox rejects scenarios where some jitter could place the goal on the box, or the
-// box could come within the start clearance of the start. The start's own jitter is not counted: Layout
-// draws a jittered start again until it is clear, and falls back to this start.
+// box could come within the start clearance of the start. The start's own jitter is not
+// counted: Layout draws a jittered start again until it is clear, and falls back to this start.
 func (s *Scenario) checkClearOfBox(c *checker) {
 	b, j := s.Box, s.jitter()
 	clear := func(x, y, jx, jy, margin float64) bool {
@@ -268,7 +268,7 @@ func (s *Scenario) jitter() Jitter {
 // startClear is how near a box or fence a start may be.
 func (j Jitter) startClear() float64 {
 	if j.StartClear == 0 {
-		return DefaultStartClear
+		return defaultStartClear
 	}
 	return j.StartClear
 }

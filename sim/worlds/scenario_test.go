@@ -123,7 +123,7 @@ func TestStartRegionReachingTheBox(t *testing.T) {
 		yaml  string
 		clear float64
 	}{
-		{"", DefaultStartClear},
+		{"", defaultStartClear},
 		{", start_clear: 0.22", 0.22},
 	} {
 		s, err := Parse([]byte("box: {x: 1}\njitter: {box_x: 0.15, start_x: 0.7, start_y: 0.6" + tc.yaml + "}\n"))
