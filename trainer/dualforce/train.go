@@ -126,9 +126,22 @@ type trainer struct {
 	bankFRE  *skills.FRE
 }
 
-// newTrainer builds every skill's fresh learners and encoder (each skill's own generator), with
-// r_E as the policy draws' tilt, and the loop over them.
+// newTrainer checks the inputs, completes cfg from them (the trainer's cfg is what a run keeps
+// and compares on resume) and builds every skill's fresh learners and encoder (each skill's own
+// generator), with r_E as the policy draws' tilt, and the loop over them.
 func newTrainer(d *prep.Data, in TrainInputs, cfg TrainConfig) (*trainer, error) {
+	if cfg.Skills < 2 {
+		return nil, fmt.Errorf("%w: %d skills, need at least 2", ErrConfig, cfg.Skills)
+	}
+	if len(in.RE) != d.Offline.Len() {
+		return nil, fmt.Errorf("%w: %d imitation rewards for %d transitions", ErrConfig, len(in.RE), d.Offline.Len())
+	}
+	cfg.Value.Latent, cfg.Policy.Latent = in.LatentDim, in.LatentDim
+	if cfg.Loop.RehearsalSteps == 0 {
+		// The sizes mean nothing then; dropped, the configuration is that of
+		// runs from before rehearsal, which therefore still resume.
+		cfg.Loop.RehearsalRows, cfg.Loop.RehearsalKeep = 0, 0
+	}
 	t := &trainer{d: d, cfg: cfg, rE: in.RE, bankFRE: in.BankFRE}
 	var sk []Skill
 	for i := range cfg.Skills {
@@ -167,24 +180,13 @@ func newTrainer(d *prep.Data, in TrainInputs, cfg TrainConfig) (*trainer, error)
 // from the checkpoint it was judged best in: its policy of that iteration
 // and its latents met up to it.
 func Train(ctx context.Context, d *prep.Data, in TrainInputs, cfg TrainConfig, opt Options) (*skills.Bank, error) {
-	if cfg.Skills < 2 {
-		return nil, fmt.Errorf("%w: %d skills, need at least 2", ErrConfig, cfg.Skills)
-	}
-	if len(in.RE) != d.Offline.Len() {
-		return nil, fmt.Errorf("%w: %d imitation rewards for %d transitions", ErrConfig, len(in.RE), d.Offline.Len())
-	}
-	cfg.Value.Latent, cfg.Policy.Latent = in.LatentDim, in.LatentDim
-	if cfg.Loop.RehearsalSteps == 0 {
-		// The sizes mean nothing then; dropped, the configuration is that of
-		// runs from before rehearsal, which therefore still resume.
-		cfg.Loop.RehearsalRows, cfg.Loop.RehearsalKeep = 0, 0
-	}
 	// Everything is built, and every input checked, before the run
 	// directory is touched.
 	t, err := newTrainer(d, in, cfg)
 	if err != nil {
 		return nil, err
 	}
+	cfg = t.cfg
 	cfgJSON, err := json.Marshal(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("dualforce: %w", err)

@@ -326,7 +326,6 @@ func TestPolicyDrawsTiltedByTheImitationReward(t *testing.T) {
 	in := testInputs(d, ck.Reward)
 	cfg := testTrainConfig(t)
 	cfg.Policy.Tilt = 0.5
-	cfg.Value.Latent, cfg.Policy.Latent = in.LatentDim, in.LatentDim
 	tr, err := newTrainer(d, in, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,7 @@ import (
 
 // CheckTiltedBy checks that l's draws are tilted by exp(tilt r): given equal weights, the rows l
 // resamples follow exp(tilt r_i) (systematic resampling: each count within 1 of its
-// expectation). It leaves l drawing uniformly.
+// expectation). It leaves l's weights all 1, its draws following the tilt alone.
 func CheckTiltedBy(t testing.TB, name string, l *wbc.Learner, r []float32, tilt float64) {
 	t.Helper()
 	ones := make([]float64, len(r))
