@@ -85,6 +85,13 @@ latents.goal_rate.<world>_after_switch where at least 5 runs switched to it: the
 a candidate by that share where the bank has it, by its rate from the start where not. It adds
 about as many rollouts as --fences.
 
+A --world file with a start region (jitter.start_x, start_y, start_yaw: the world a navigation
+set was collected in) starts every rollout from a start drawn there: how the bank does from the
+data's own starts, which cover where a skill taken over after a switch stands, in seconds rather
+than the minutes of --after-switch. On the set whose starts reach beside a fence, Dual-Force's
+latents reached the goal in 53-67% of such rollouts, clones of one route each in 90-97%
+(docs/results.md, "Where the skills taken over fail").
+
 --obs-clip C runs every bank (the expert's too) with its standardised observations clamped to
 +-C (skills.Stats.Clip): a wall in the height map that the data never showed is tens of
 standard deviations out and can throw a policy off; clamped, it reaches the networks at the edge
