@@ -33,7 +33,9 @@ frozen FRE encoder of the run in --fre into a latent z_i^k (the mean over --subs
 the FRE run's token count of offline states). Writes into DIR:
   metrics.jsonl    one JSON line per iteration (VdW objective, mean minimum distance, and per
                    skill the constraint phi, sigmoid(mu), distance to and index of the
-                   nearest skill, ESS, largest weight, value and policy losses, and every
+                   nearest skill, ESS, largest weight, value and policy losses, its weight
+                   on each behaviour of the set, mass_<behaviour>_<skill>, when the set
+                   labels them (a diagnostic: the learners never see the labels), and every
                    100 iterations the weight pass's error stale_tv; seconds)
   dualforce.png    the constraints against eps, the VdW objective, the mean minimum distance
   dualforce_weights.png  each skill's sigmoid(mu) and effective sample size

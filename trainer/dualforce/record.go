@@ -22,7 +22,17 @@ const (
 	keyValueLoss       = "value_loss"
 	keyPolicyLoss      = "policy_loss"
 	keyStaleError      = "stale_tv"
+	// keyMassPrefix + a behaviour's name: the skill's weight on that
+	// behaviour's transitions (BehaviourMassKey).
+	keyMassPrefix = "mass_"
 )
+
+// BehaviourMassKey is the Record key of skill i's weight on the named
+// behaviour's transitions ("mass_left_0"): written when the data carry
+// behaviour labels, which the learners never see.
+func BehaviourMassKey(behaviour string, i int) string {
+	return skillset.SkillKey(keyMassPrefix+behaviour, i)
+}
 
 // Record is the metrics-log line of an iteration: one flat JSON object
 // whose numbers a metrics.Series reads back column by column.

@@ -219,6 +219,13 @@ func (t *trainer) Iterate(context.Context) (Record, error) {
 		return nil, err
 	}
 	rec := m.Record()
+	if b := t.d.Behaviours; b != nil {
+		for i := range t.cfg.Skills {
+			for k, mass := range b.Mass(t.loop.Weights(i)) {
+				rec[BehaviourMassKey(b.Names[k], i)] = metrics.Num(mass)
+			}
+		}
+	}
 	rec[KeySeconds] = metrics.Num(time.Since(start).Seconds())
 	return rec, nil
 }

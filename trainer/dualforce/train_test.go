@@ -158,6 +158,7 @@ func TestTrainStoresEveryLatentAndResumesBitIdentically(t *testing.T) {
 		}
 	}
 	t.Logf("weight-pass error of skill 2 (total variation) at iterations 5, 10, ...: %.4f", measured)
+	checkBehaviourMass(t, d, dir, cfg.Skills)
 
 	half := cfg
 	half.Run.Iterations = cfg.Run.Iterations / 2
@@ -166,6 +167,42 @@ func TestTrainStoresEveryLatentAndResumesBitIdentically(t *testing.T) {
 	resumed := trainRun(t, d, in, cfg, dir2, true)
 	if !bytes.Equal(bankBytes(t, straight), bankBytes(t, resumed)) {
 		t.Fatal("the resumed run's bank differs from the uninterrupted run's")
+	}
+}
+
+// checkBehaviourMass: every metrics line of the run in dir has each skill's
+// weight on each of the data's behaviours, and a skill's masses add up to
+// its whole weight, 1.
+func checkBehaviourMass(t *testing.T, d *prep.Data, dir string, nSkills int) {
+	t.Helper()
+	if d.Behaviours == nil || len(d.Behaviours.Names) < 2 {
+		t.Fatal("the test data carry no behaviour labels to weigh")
+	}
+	var keys []string
+	for i := range nSkills {
+		for _, name := range d.Behaviours.Names {
+			keys = append(keys, BehaviourMassKey(name, i))
+		}
+	}
+	s, err := metrics.ReadSeries(filepath.Join(dir, run.MetricsFile), keys...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nb := len(d.Behaviours.Names)
+	for k := range s.Iteration {
+		for i := range nSkills {
+			total := 0.0
+			for _, key := range keys[i*nb : (i+1)*nb] {
+				m := s.Values[key][k]
+				if !(m >= 0) {
+					t.Fatalf("iteration %d: %s = %v", k+1, key, m)
+				}
+				total += m
+			}
+			if math.Abs(total-1) > 1e-6 {
+				t.Fatalf("iteration %d: skill %d's masses add up to %v, want 1", k+1, i, total)
+			}
+		}
 	}
 }
 
