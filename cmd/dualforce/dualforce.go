@@ -39,6 +39,8 @@ the FRE run's token count of offline states). Writes into DIR:
                    100 iterations the weight pass's error stale_tv; seconds)
   dualforce.png    the constraints against eps, the VdW objective, the mean minimum distance
   dualforce_weights.png  each skill's sigmoid(mu) and effective sample size
+  dualforce_behaviours.png  when the set labels its behaviours: each skill's weight on the six
+                   behaviours it weighs most, over the iterations
   checkpoint.npz   written atomically every --checkpoint-every iterations and on Ctrl-C
   checks.jsonl     every periodic and the final checkpoint judged by --check-rollouts
                    rollouts of each skill's policy on its latest latent, through the runtime

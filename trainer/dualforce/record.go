@@ -1,8 +1,11 @@
 package dualforce
 
 import (
+	"cmp"
 	"fmt"
+	"math"
 	"path/filepath"
+	"slices"
 
 	"github.com/dualforce/dualforce/trainer/metrics"
 	"github.com/dualforce/dualforce/trainer/skillset"
@@ -69,11 +72,15 @@ const (
 	// WeightsPlot shows each skill's imitation share sigmoid(mu_i) and the
 	// effective sample size of its weights.
 	WeightsPlot = "dualforce_weights.png"
+	// BehavioursPlot shows, per skill, its weight on each behaviour of the
+	// set (BehaviourMassKey): whether its weights choose one route.
+	BehavioursPlot = "dualforce_behaviours.png"
 )
 
 // WritePlots draws TrainingPlot and WeightsPlot into dir from the metrics
-// log at logPath of a run with the given number of skills and bound eps.
-func WritePlots(logPath, dir string, skills int, eps float64) error {
+// log at logPath of a run with the given number of skills and bound eps,
+// and BehavioursPlot when the set's behaviours are named.
+func WritePlots(logPath, dir string, skills int, eps float64, behaviours []string) error {
 	var keys []string
 	for i := range skills {
 		keys = append(keys, skillset.SkillKey(keyConstraint, i), skillset.SkillKey(keySigma, i), skillset.SkillKey(keyESS, i))
@@ -104,8 +111,50 @@ func WritePlots(logPath, dir string, skills int, eps float64) error {
 	); err != nil {
 		return err
 	}
-	return metrics.WritePNG(filepath.Join(dir, WeightsPlot), "iteration",
+	if err := metrics.WritePNG(filepath.Join(dir, WeightsPlot), "iteration",
 		metrics.Panel{Title: "imitation share sigmoid(mu_i)", YLabel: "sigmoid(mu)", Lines: perSkill(keySigma)},
 		metrics.Panel{Title: "effective sample size (sum w)^2 / sum w^2", YLabel: "transitions", Lines: perSkill(keyESS)},
-	)
+	); err != nil {
+		return err
+	}
+	if len(behaviours) == 0 {
+		return nil
+	}
+	return writeBehavioursPlot(logPath, filepath.Join(dir, BehavioursPlot), skills, behaviours)
+}
+
+// plottedBehaviours is how many behaviours a panel of BehavioursPlot draws:
+// as many as the palette tells apart and the legend leaves room for.
+const plottedBehaviours = 6
+
+// writeBehavioursPlot draws BehavioursPlot: one panel per skill, one line
+// for each of the plottedBehaviours behaviours it weighs most at its peak.
+func writeBehavioursPlot(logPath, path string, skills int, behaviours []string) error {
+	var keys []string
+	for i := range skills {
+		for _, b := range behaviours {
+			keys = append(keys, BehaviourMassKey(b, i))
+		}
+	}
+	s, err := metrics.ReadSeries(logPath, keys...)
+	if err != nil {
+		return err
+	}
+	panels := make([]metrics.Panel, skills)
+	for i := range panels {
+		lines := make([]metrics.Line, len(behaviours))
+		peak := make(map[string]float64, len(behaviours))
+		for k, b := range behaviours {
+			y := s.Values[BehaviourMassKey(b, i)]
+			lines[k] = metrics.Line{Name: b, X: s.Iteration, Y: y}
+			peak[b] = math.Inf(-1)
+			for _, v := range y {
+				peak[b] = max(peak[b], v) // NaN-free: a mass is a sum of weights
+			}
+		}
+		slices.SortStableFunc(lines, func(a, b metrics.Line) int { return cmp.Compare(peak[b.Name], peak[a.Name]) })
+		lines = lines[:min(len(lines), plottedBehaviours)]
+		panels[i] = metrics.Panel{Title: fmt.Sprintf("skill %d: weight on a behaviour's transitions (the %d it weighs most)", i, len(lines)), YLabel: "weight", Lines: lines}
+	}
+	return metrics.WritePNG(path, "iteration", panels...)
 }

@@ -50,8 +50,11 @@ func TestToyMetricsLogAndPlots(t *testing.T) {
 			t.Errorf("%s read back as %g, want %g", key, got, want)
 		}
 	}
-	if err := WritePlots(logPath, dir, 3, toyEps); err != nil {
+	if err := WritePlots(logPath, dir, 3, toyEps, nil); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, BehavioursPlot)); !os.IsNotExist(err) {
+		t.Errorf("%s drawn for a set without behaviour labels: %v", BehavioursPlot, err)
 	}
 	for _, name := range []string{TrainingPlot, WeightsPlot} {
 		f, err := os.Open(filepath.Join(dir, name))

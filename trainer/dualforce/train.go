@@ -235,7 +235,11 @@ func (t *trainer) Describe(r Record) string {
 }
 
 func (t *trainer) Plot(dir string) error {
-	return WritePlots(filepath.Join(dir, run.MetricsFile), dir, t.cfg.Skills, t.cfg.Loop.Eps)
+	var behaviours []string
+	if b := t.d.Behaviours; b != nil {
+		behaviours = b.Names
+	}
+	return WritePlots(filepath.Join(dir, run.MetricsFile), dir, t.cfg.Skills, t.cfg.Loop.Eps, behaviours)
 }
 
 // learners are every skill's learners and generator, as a checkpoint holds them.

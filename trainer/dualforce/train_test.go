@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"image/png"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -171,8 +172,8 @@ func TestTrainStoresEveryLatentAndResumesBitIdentically(t *testing.T) {
 }
 
 // checkBehaviourMass: every metrics line of the run in dir has each skill's
-// weight on each of the data's behaviours, and a skill's masses add up to
-// its whole weight, 1.
+// weight on each of the data's behaviours, a skill's masses add up to its
+// whole weight, 1, and the run drew them (BehavioursPlot).
 func checkBehaviourMass(t *testing.T, d *prep.Data, dir string, nSkills int) {
 	t.Helper()
 	if d.Behaviours == nil || len(d.Behaviours.Names) < 2 {
@@ -203,6 +204,14 @@ func checkBehaviourMass(t *testing.T, d *prep.Data, dir string, nSkills int) {
 				t.Fatalf("iteration %d: skill %d's masses add up to %v, want 1", k+1, i, total)
 			}
 		}
+	}
+	f, err := os.Open(filepath.Join(dir, BehavioursPlot))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := png.Decode(f); err != nil {
+		t.Errorf("%s: %v", BehavioursPlot, err)
 	}
 }
 
