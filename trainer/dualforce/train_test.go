@@ -215,6 +215,34 @@ func checkBehaviourMass(t *testing.T, d *prep.Data, dir string, nSkills int) {
 	}
 }
 
+// TestIterationRecordsEachBehavioursMass: an iteration's record carries, under
+// each behaviour's own name, the weight the skill's weights put on that
+// behaviour's transitions, and the behaviours' masses differ (so a mix-up of
+// names would show).
+func TestIterationRecordsEachBehavioursMass(t *testing.T) {
+	d, ck := trainTestData(t)
+	tr, err := newTrainer(d, testInputs(d, ck.Reward), testTrainConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := tr.Iterate(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := d.Behaviours
+	for i := range tr.cfg.Skills {
+		want := b.Mass(tr.loop.Weights(i))
+		if slices.Min(want) == slices.Max(want) {
+			t.Fatalf("skill %d: every behaviour holds %v of the weight; the test cannot tell them apart", i, want[0])
+		}
+		for k, name := range b.Names {
+			if got := float64(rec[BehaviourMassKey(name, i)]); got != want[k] {
+				t.Errorf("skill %d, behaviour %s: mass %v recorded, its weights hold %v", i, name, got, want[k])
+			}
+		}
+	}
+}
+
 func TestTrainRefusesBadInputBeforeTraining(t *testing.T) {
 	d, ck := trainTestData(t)
 	cfg := testTrainConfig(t)
