@@ -142,19 +142,26 @@ func writeBehavioursPlot(logPath, path string, skills int, behaviours []string) 
 	}
 	panels := make([]metrics.Panel, skills)
 	for i := range panels {
-		lines := make([]metrics.Line, len(behaviours))
-		peak := make(map[string]float64, len(behaviours))
-		for k, b := range behaviours {
-			y := s.Values[BehaviourMassKey(b, i)]
-			lines[k] = metrics.Line{Name: b, X: s.Iteration, Y: y}
-			peak[b] = math.Inf(-1)
-			for _, v := range y {
-				peak[b] = max(peak[b], v) // NaN-free: a mass is a sum of weights
-			}
-		}
-		slices.SortStableFunc(lines, func(a, b metrics.Line) int { return cmp.Compare(peak[b.Name], peak[a.Name]) })
-		lines = lines[:min(len(lines), plottedBehaviours)]
+		lines := mostWeighed(s, i, behaviours)
 		panels[i] = metrics.Panel{Title: fmt.Sprintf("skill %d: weight on a behaviour's transitions (the %d it weighs most)", i, len(lines)), YLabel: "weight", Lines: lines}
 	}
 	return metrics.WritePNG(path, "iteration", panels...)
+}
+
+// mostWeighed returns skill i's mass lines of the plottedBehaviours
+// behaviours with the highest peak in s, highest first (ties in the order
+// of behaviours).
+func mostWeighed(s metrics.Series, i int, behaviours []string) []metrics.Line {
+	lines := make([]metrics.Line, len(behaviours))
+	peak := make(map[string]float64, len(behaviours))
+	for k, b := range behaviours {
+		y := s.Values[BehaviourMassKey(b, i)]
+		lines[k] = metrics.Line{Name: b, X: s.Iteration, Y: y}
+		peak[b] = math.Inf(-1)
+		for _, v := range y {
+			peak[b] = max(peak[b], v)
+		}
+	}
+	slices.SortStableFunc(lines, func(a, b metrics.Line) int { return cmp.Compare(peak[b.Name], peak[a.Name]) })
+	return lines[:min(len(lines), plottedBehaviours)]
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/dualforce/dualforce/trainer/metrics"
@@ -65,5 +66,32 @@ func TestToyMetricsLogAndPlots(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 		f.Close()
+	}
+}
+
+// TestMostWeighedKeepsTheHighestPeaks: a skill's panel draws the
+// plottedBehaviours behaviours whose mass peaked highest, highest first,
+// judged on that skill's masses alone, and every behaviour when there are
+// fewer.
+func TestMostWeighedKeepsTheHighestPeaks(t *testing.T) {
+	behaviours := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	// Skill 1's peaks: h 0.9, a 0.8, c 0.7, f 0.6, b 0.5, g 0.4, d 0.3, e 0.2;
+	// skill 0's the other way round.
+	peaks := map[string]float64{"h": 0.9, "a": 0.8, "c": 0.7, "f": 0.6, "b": 0.5, "g": 0.4, "d": 0.3, "e": 0.2}
+	s := metrics.Series{Iteration: []float64{1, 2, 3}, Values: map[string][]float64{}}
+	for _, b := range behaviours {
+		p := peaks[b]
+		s.Values[BehaviourMassKey(b, 1)] = []float64{p / 2, p, p / 3} // peak mid-run
+		s.Values[BehaviourMassKey(b, 0)] = []float64{1 - p, 0, 0}
+	}
+	var got []string
+	for _, l := range mostWeighed(s, 1, behaviours) {
+		got = append(got, l.Name)
+	}
+	if want := []string{"h", "a", "c", "f", "b", "g"}; !slices.Equal(got, want) {
+		t.Errorf("skill 1 draws %v, want %v", got, want)
+	}
+	if few := mostWeighed(s, 1, behaviours[:3]); len(few) != 3 || few[0].Name != "a" {
+		t.Errorf("of three behaviours, drew %d starting with %q; want all 3, a first", len(few), few[0].Name)
 	}
 }
