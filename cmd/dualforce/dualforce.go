@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dualforce/dualforce/skills"
+	"github.com/dualforce/dualforce/trainer/dataset"
 	dfloop "github.com/dualforce/dualforce/trainer/dualforce"
 	"github.com/dualforce/dualforce/trainer/fre"
 	"github.com/dualforce/dualforce/trainer/nn"
@@ -28,7 +29,7 @@ Trains --skills skills with Dual-Force (the paper's Algorithm 1): each skill has
 function, policy and weights over the whole offline set, held to the expert by a bounded
 Lagrange multiplier on the imitation constraint phi_i <= --eps (r_E from the discriminator of
 the SMODICE run in --smodice) and pushed apart by the Van der Waals reward on the successor
-features at distance scale --l0. Every reward a skill is trained under is encoded by the
+features (phi onto --features) at distance scale --l0. Every reward a skill is trained under is encoded by the
 frozen FRE encoder of the run in --fre into a latent z_i^k (the mean over --subsets subsets of
 the FRE run's token count of offline states). Writes into DIR:
   metrics.jsonl    one JSON line per iteration (VdW objective, mean minimum distance, and per
@@ -123,6 +124,7 @@ func runTrainDualForce(ctx context.Context, args []string, stdout, stderr io.Wri
 	freRun := fs.String("fre", "", "FRE run directory (or its checkpoint file): the frozen reward encoder (required)")
 	out := fs.String("out", "", "run directory (required)")
 	task := fs.String("task", "", "task the data must be for: locomotion or navigation (default: the dataset's)")
+	features := featuresFlag(fs)
 	nSkills := fs.Int("skills", def.Skills, "number of skills n (at least 2)")
 	l0 := fs.Float64("l0", 0, "VdW distance scale l0 (default: the task's)")
 	eps := fs.Float64("eps", 0, "imitation-constraint bound eps (default: the task's)")
@@ -179,11 +181,11 @@ func runTrainDualForce(ctx context.Context, args []string, stdout, stderr io.Wri
 	}
 
 	announceReading(stderr, *quiet, *offline)
-	data, rE, err := loadOfflineWithReward(*task, *offline, *smodiceRun)
+	data, raw, rE, err := loadOfflineWithReward(*task, *offline, *smodiceRun, features())
 	if err != nil {
 		return err
 	}
-	enc, tokens, err := loadFREEncoder(data, rE, *freRun, *pool)
+	enc, tokens, err := loadFREEncoder(data, raw, rE, *freRun, *pool)
 	if err != nil {
 		return err
 	}
@@ -258,16 +260,24 @@ func oneBLASThread(log *slog.Logger) {
 var errFREMismatch = errors.New("the FRE run does not fit the offline dataset and SMODICE run")
 
 // loadFREEncoder rebuilds the states the FRE run in path trained on (data's
-// states with r_E, drawn with the run's seed) and exports its frozen
-// encoder and the number of states it encodes a reward on at once; a run
-// of other states or rewards is refused.
-func loadFREEncoder(data *prep.Data, rE []float32, path string, pool int) (*skills.FRE, int, error) {
+// states with r_E, drawn with the run's seed, and phi onto the run's own
+// feature fields, projected from the raw offline set when they are not
+// data's) and exports its frozen encoder and the number of states it
+// encodes a reward on at once; a run of other states or rewards is refused.
+func loadFREEncoder(data *prep.Data, raw *dataset.Offline, rE []float32, path string, pool int) (*skills.FRE, int, error) {
 	if filepath.Ext(path) != filepath.Ext(trainrun.CheckpointFile) {
 		path = filepath.Join(path, trainrun.CheckpointFile)
 	}
-	cfg, err := fre.ReadConfig(path)
+	cfg, contract, err := fre.ReadConfig(path)
 	if err != nil {
 		return nil, 0, err
+	}
+	if fields := contract.Features.Fields; !slices.Equal(fields, data.Contract.Features.Fields) {
+		p, err := prep.Project(raw, data.Contract.Layout, fields)
+		if err != nil {
+			return nil, 0, fmt.Errorf("%w: %s: its features: %w", errFREMismatch, path, err)
+		}
+		data = data.WithFeatures(p)
 	}
 	src, err := freSource(data, rE, pool, cfg.Seed)
 	if err != nil {

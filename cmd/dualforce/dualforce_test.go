@@ -79,6 +79,35 @@ func TestTrainDualForce(t *testing.T) {
 	mustRun(t, append(tiny, "--out", out, "--resume", "--iters", "5")...)
 	checkBank(4)
 
+	// --features replaces the task's phi; the FRE run keeps its own (its states are
+	// rebuilt with phi onto its fields), an FRE run with --features too; a resume with
+	// other features, and a field the layout lacks, are refused.
+	features := []string{skills.FieldBaseAngVel, skills.FieldJointPos}
+	ownPhi, freOwnPhi := filepath.Join(dir, "own-phi"), filepath.Join(dir, "fre-own-phi")
+	mustRun(t, slices.Concat([]string{"train", "fre", "--offline", data, "--smodice", smodiceRun, "--out", freOwnPhi, "--features", strings.Join(features, ",")}, tinyFRE)...)
+	for _, c := range []struct{ name, fre string }{{"FRE of the task's phi", freRun}, {"FRE of the same phi", freOwnPhi}} {
+		mustRun(t, slices.Concat(tiny, []string{"--fre", c.fre, "--out", ownPhi, "--iters", "1", "--check-rollouts", "0", "--features", strings.Join(features, ",")})...)
+		bank, err := skills.ReadBank(filepath.Join(ownPhi, "bank.npz"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := bank.Contract.Features; !slices.Equal(got.Fields, features) || len(bank.Latents[0].Info.OfflinePsi) != 3+skills.NumJoints {
+			t.Errorf("%s: the bank's phi projects onto %q, psi of %d values; want %q, %d", c.name, got.Fields, len(bank.Latents[0].Info.OfflinePsi), features, 3+skills.NumJoints)
+		}
+		if err := os.RemoveAll(ownPhi); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code, _, stderr := dualforce(slices.Concat(tiny, []string{"--out", out, "--resume", "--iters", "6", "--features", strings.Join(features, ",")})...); code != 1 || !strings.Contains(stderr, "phi projects onto") {
+		t.Errorf("a resume with other features: exit %d, %s", code, stderr)
+	}
+	if code, _, stderr := dualforce(slices.Concat(tiny, []string{"--out", ownPhi, "--features", "joint_pos,height_map"})...); code != 1 || !strings.Contains(stderr, `"height_map" is not in layout`) {
+		t.Errorf("--features onto a field the layout lacks: exit %d, %s", code, stderr)
+	}
+	if _, err := os.Stat(ownPhi); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the run directory was made (%v) before --features was refused", err)
+	}
+
 	// The same chain on another dataset of the same layout: its FRE run
 	// does not belong to the first dataset.
 	other := writeSyntheticAt(t, filepath.Join(dir, "other.npz"), 2)

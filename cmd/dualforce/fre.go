@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dualforce/dualforce/trainer/datafile"
+	"github.com/dualforce/dualforce/trainer/dataset"
 	"github.com/dualforce/dualforce/trainer/disc"
 	"github.com/dualforce/dualforce/trainer/fre"
 	"github.com/dualforce/dualforce/trainer/prep"
@@ -25,7 +27,8 @@ const trainFREUsage = `Usage: dualforce train fre --offline FILE --smodice DIR -
 Pre-trains the functional reward encoder (FRE) on a prior of rewards over the offline
 dataset's standardised states: random linear functions, random two-layer MLPs, the 27
 hand-made rewards and rewards of the Dual-Force form (1-c) <phi(s), u> + c r_E(s), with r_E
-from the discriminator of the SMODICE run in --smodice (same offline dataset). Every reward is
+from the discriminator of the SMODICE run in --smodice (same offline dataset) and phi onto
+--features. Every reward is
 normalised as clip(r / scale, -1, 1), one scale stored with the encoder. Writes into DIR:
   metrics.jsonl    one JSON line per step (reconstruction MSE, KL, total loss, seconds)
   losses.png       reconstruction, KL and total loss
@@ -64,6 +67,7 @@ func runTrainFRE(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	smodiceRun := fs.String("smodice", "", "SMODICE run directory (or its checkpoint file) whose discriminator gives r_E (required)")
 	out := fs.String("out", "", "run directory (required)")
 	task := fs.String("task", "", "task the data must be for: locomotion or navigation (default: the dataset's)")
+	features := featuresFlag(fs)
 	steps := fs.Int("steps", def.Run.Iterations, "training steps")
 	batch := fs.Int("batch", def.Batch, "rewards per step")
 	latent := fs.Int("latent", def.Arch.Latent, "latent size")
@@ -105,7 +109,7 @@ func runTrainFRE(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 
 	announceReading(stderr, *quiet, *offline)
-	data, rE, err := loadOfflineWithReward(*task, *offline, *smodiceRun)
+	data, _, rE, err := loadOfflineWithReward(*task, *offline, *smodiceRun, features())
 	if err != nil {
 		return err
 	}
@@ -189,26 +193,42 @@ const defaultFREPool = 200000
 
 // loadOfflineWithReward reads and checks the offline dataset and the
 // imitation reward r_E of every offline transition from the SMODICE run
-// (directory or checkpoint file) whose discriminator trained on it. The
-// expert set is not read: r_E carries what the loops need of it.
-func loadOfflineWithReward(task, offline, smodiceRun string) (*prep.Data, []float32, error) {
+// (directory or checkpoint file) whose discriminator trained on it, with phi
+// onto features (nil: the task's). It returns the raw offline set too, for
+// phi onto other fields. The expert set is not read: r_E carries what the
+// loops need of it.
+func loadOfflineWithReward(task, offline, smodiceRun string, features []string) (*prep.Data, *dataset.Offline, []float32, error) {
 	off, err := datafile.ReadOffline(offline)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	in, err := prep.FromFiles(task, off, nil)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
+	in.Features = features
 	data, err := prep.Prepare(in)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, fmt.Errorf("%s: %w", offline, err)
 	}
 	rE, err := disc.ReadReward(smodiceRun, data)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", offline, err)
+		return nil, nil, nil, fmt.Errorf("%s: %w", offline, err)
 	}
-	return data, rE, nil
+	return data, in.Offline, rE, nil
+}
+
+// featuresFlag adds --features, the fields phi projects onto, to fs; the
+// returned function gives them (nil for the task's).
+func featuresFlag(fs *flag.FlagSet) func() []string {
+	list := fs.String("features", "", "comma-separated observation fields the diversity features phi project onto (default: the task's, "+
+		perTask(func(t prep.Task) string { return strings.Join(t.Features, ",") })+")")
+	return func() []string {
+		if *list == "" {
+			return nil
+		}
+		return strings.Split(*list, ",")
+	}
 }
 
 // freSource returns at most pool of data's standardised states, drawn with

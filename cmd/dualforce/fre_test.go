@@ -36,7 +36,7 @@ func TestTrainFRE(t *testing.T) {
 			t.Errorf("run directory lacks %s", f)
 		}
 	}
-	if cfg, err := fre.ReadConfig(filepath.Join(out, trainrun.CheckpointFile)); err != nil || cfg.Prior.Weights != [fre.NumFamilies]float64{2, 1, 1, 3} {
+	if cfg, _, err := fre.ReadConfig(filepath.Join(out, trainrun.CheckpointFile)); err != nil || cfg.Prior.Weights != [fre.NumFamilies]float64{2, 1, 1, 3} {
 		t.Errorf("the run's family weights are %v (%v), want --family-weights 2,1,1,3", cfg.Prior.Weights, err)
 	}
 	// The rate decays after the first step, halving every step: steps 3 and 4 at 1/2 and 1/4 of 1e-3.

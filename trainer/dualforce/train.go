@@ -197,6 +197,10 @@ func Train(ctx context.Context, d *prep.Data, in TrainInputs, cfg TrainConfig, o
 	}
 	done := 0
 	if file != nil {
+		// The digest covers the raw data, not which fields phi reads.
+		if saved := file.Contract.Features.Fields; !slices.Equal(saved, d.Contract.Features.Fields) {
+			return nil, fmt.Errorf("%w: its phi projects onto %q, not %q", run.ErrResumeMismatch, saved, d.Contract.Features.Fields)
+		}
 		if err := t.restore(file); err != nil {
 			return nil, fmt.Errorf("%w: %w", checkpoint.ErrCheckpoint, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/dualforce/dualforce/skills"
 	"github.com/dualforce/dualforce/trainer/checkpoint"
 	"github.com/dualforce/dualforce/trainer/run"
 )
@@ -100,10 +101,14 @@ func Load(src *Source, path string) (*Trainer, error) {
 }
 
 // ReadConfig returns the configuration of the run whose checkpoint is at
-// path.
-func ReadConfig(path string) (Config, error) {
-	_, cfg, err := readRun(path)
-	return cfg, err
+// path and the contract of the states it trained on (its feature fields
+// are the phi of its prior's Dual-Force rewards).
+func ReadConfig(path string) (Config, skills.Contract, error) {
+	f, cfg, err := readRun(path)
+	if err != nil {
+		return cfg, skills.Contract{}, err
+	}
+	return cfg, f.Contract, nil
 }
 
 // readRun reads an FRE checkpoint and its configuration.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"slices"
 	"unsafe"
 
 	"github.com/dualforce/dualforce/skills"
@@ -100,7 +99,8 @@ var (
 )
 
 // CheckTask reports whether c is a contract of task: its observation
-// layout and its feature fields are the task's.
+// layout is the task's and its feature fields are fields of that layout
+// (the task's by default; Inputs.Features chooses others).
 func CheckTask(task string, c skills.Contract) error {
 	t, err := LookupTask(task)
 	if err != nil {
@@ -109,8 +109,8 @@ func CheckTask(task string, c skills.Contract) error {
 	if c.Layout.Name != t.Layout {
 		return fmt.Errorf("%w: task %q trains on layout %q, the dataset is in %q", ErrTaskMismatch, task, t.Layout, c.Layout.Name)
 	}
-	if !slices.Equal(c.Features.Fields, t.Features) {
-		return fmt.Errorf("%w: task %q projects phi onto %q, the contract onto %q", ErrTaskMismatch, task, t.Features, c.Features.Fields)
+	if err := c.Features.Validate(c.Layout); err != nil {
+		return fmt.Errorf("%w: %w", ErrContract, err)
 	}
 	return skills.CheckFeedable(c.Layout)
 }
@@ -135,6 +135,10 @@ type Inputs struct {
 	// Behaviours labels every offline transition with the behaviour that
 	// made it, for the weight-by-behaviour diagnostic only; nil when unknown.
 	Behaviours *Behaviours
+	// Features, when not nil, are the fields phi projects onto instead of the
+	// task's (ours: navigation's base velocities put its routes close
+	// together; docs/results.md).
+	Features []string
 }
 
 // Behaviours are withheld behaviour labels: Names[Of[i]] made transition i.
@@ -295,26 +299,18 @@ func Prepare(in Inputs) (*Data, error) {
 		return nil, err
 	}
 	c.Normaliser = norm
-	identity := c.Features
-	identity.Stats = skills.IdentityStats(c.Features.Dim(c.Layout))
-	proj, err := skills.NewProjector(c.Layout, identity)
+	fields := c.Features.Fields
+	if in.Features != nil {
+		fields = in.Features
+	}
+	p, err := Project(o, c.Layout, fields)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrContract, err)
-	}
-	n, f := o.Len(), proj.Dim()
-	phi := make([]float32, n*f)
-	for i := range n {
-		_ = proj.Unstandardised(o.Obs[i*o.ObsDim:(i+1)*o.ObsDim], phi[i*f:(i+1)*f])
-	}
-	if c.Features.Stats, err = skills.FitStats(phi, f, skills.DefaultNormEpsilon); err != nil {
 		return nil, err
 	}
-	if err := standardise(c.Features.Stats, phi); err != nil {
-		return nil, err
-	}
+	c.Features = p.Features
 
 	d := &Data{
-		Task: in.Task, World: in.World, Contract: c, Phi: phi, FeatureDim: f, IsExpert: in.IsExpert, Behaviours: in.Behaviours,
+		Task: in.Task, World: in.World, Contract: c, Phi: p.Phi, FeatureDim: p.Features.Dim(c.Layout), IsExpert: in.IsExpert, Behaviours: in.Behaviours,
 		Digest: digest(o, in.Expert),
 		Offline: &dataset.Offline{
 			ObsDim: o.ObsDim, ActDim: o.ActDim,
@@ -342,6 +338,48 @@ func Prepare(in Inputs) (*Data, error) {
 		}
 	}
 	return d, nil
+}
+
+// Projection is phi over an offline set: the projected fields with the
+// statistics fitted on them, and every state's standardised features.
+type Projection struct {
+	Features skills.Features
+	// Phi holds Features.Dim values per offline state.
+	Phi []float32
+}
+
+// Project computes phi onto fields of layout l for every state of the raw
+// (not standardised) offline set o, standardised with statistics fitted on
+// o: what Prepare does for the diversity features.
+func Project(o *dataset.Offline, l skills.Layout, fields []string) (Projection, error) {
+	identity := skills.Features{Fields: fields}
+	identity.Stats = skills.IdentityStats(identity.Dim(l))
+	proj, err := skills.NewProjector(l, identity)
+	if err != nil {
+		return Projection{}, fmt.Errorf("%w: %w", ErrContract, err)
+	}
+	n, f := o.Len(), proj.Dim()
+	phi := make([]float32, n*f)
+	for i := range n {
+		_ = proj.Unstandardised(o.Obs[i*o.ObsDim:(i+1)*o.ObsDim], phi[i*f:(i+1)*f])
+	}
+	stats, err := skills.FitStats(phi, f, skills.DefaultNormEpsilon)
+	if err != nil {
+		return Projection{}, err
+	}
+	if err := standardise(stats, phi); err != nil {
+		return Projection{}, err
+	}
+	return Projection{Features: skills.Features{Fields: fields, Stats: stats}, Phi: phi}, nil
+}
+
+// WithFeatures returns a copy of d whose diversity features are p's (the
+// datasets are shared, not copied): for a run whose phi differs from d's,
+// such as the FRE run a Dual-Force run reads.
+func (d *Data) WithFeatures(p Projection) *Data {
+	c := *d
+	c.Contract.Features, c.Phi, c.FeatureDim = p.Features, p.Phi, p.Features.Dim(d.Contract.Layout)
+	return &c
 }
 
 // standardise applies stats to every row of each of xs in place.

@@ -3,6 +3,7 @@ package prep
 import (
 	"errors"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/dualforce/dualforce/skills"
@@ -80,9 +81,16 @@ func TestBadInputIsRefusedBeforeTraining(t *testing.T) {
 			of[0] = -1
 			in.Behaviours = &Behaviours{Names: in.Behaviours.Names, Of: of}
 		}, ErrBehaviours},
-		{"features of another task", "locomotion", nil, func(in *Inputs) {
-			in.Contract.Features.Fields = []string{skills.FieldBaseLinVel, skills.FieldBaseAngVel}
-		}, ErrTaskMismatch},
+		{"contract's phi onto a field the layout lacks", "locomotion", nil, func(in *Inputs) {
+			in.Contract.Features.Fields = []string{skills.FieldTarget}
+		}, ErrContract},
+		{"phi onto a field the layout lacks", "locomotion", nil, func(in *Inputs) {
+			in.Features = []string{skills.FieldJointPos, skills.FieldHeightMap}
+		}, ErrContract},
+		{"phi onto a field twice", "locomotion", nil, func(in *Inputs) {
+			in.Features = []string{skills.FieldJointPos, skills.FieldBaseLinVel, skills.FieldJointPos}
+		}, ErrContract},
+		{"phi onto no field", "locomotion", nil, func(in *Inputs) { in.Features = []string{} }, ErrContract},
 		{"contract over the link's gain ceiling", "locomotion", nil, func(in *Inputs) {
 			in.Contract.Kp = 100
 		}, ErrContract},
@@ -226,5 +234,65 @@ func TestWorldFollowsTheManifest(t *testing.T) {
 		if in.World != want || d.World != want {
 			t.Errorf("generator %q: world %q in the inputs, %q in the data; want %q", generator, in.World, d.World, want)
 		}
+	}
+}
+
+// TestFeaturesReplaceTheTasks: Inputs.Features makes phi the standardised
+// projection onto those fields, in that order, as the bank's projector
+// computes it on the robot, and Project with WithFeatures gives the same
+// from the raw set.
+func TestFeaturesReplaceTheTasks(t *testing.T) {
+	off, exp := datafiletest.Datasets(t, datafiletest.Small, 5)
+	in, err := FromFiles("locomotion", off, exp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := []string{skills.FieldBaseAngVel, skills.FieldJointPos}
+	in.Features = fields
+	d, err := Prepare(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(d.Contract.Features.Fields, fields) || d.FeatureDim != 3+skills.NumJoints {
+		t.Fatalf("phi onto %q (%d values), want %q", d.Contract.Features.Fields, d.FeatureDim, fields)
+	}
+	dim, f := d.Offline.ObsDim, d.FeatureDim
+	proj, err := d.Contract.NewProjector()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]float32, f)
+	for _, row := range []int{0, 7, d.Offline.Len() - 1} {
+		if err := proj.Project(off.Data.Obs[row*dim:(row+1)*dim], got); err != nil {
+			t.Fatal(err)
+		}
+		for i := range got {
+			if math.Abs(float64(got[i]-d.Phi[row*f+i])) > 1e-5 {
+				t.Fatalf("row %d: the bank's projector gives %v, training used %v", row, got, d.Phi[row*f:(row+1)*f])
+			}
+		}
+	}
+	ang, _ := d.Contract.Layout.Field(skills.FieldBaseAngVel)
+	if raw, mean, std := off.Data.Obs[7*dim+ang.Offset], d.Contract.Features.Stats.Mean[0], d.Contract.Features.Stats.Std[0]; math.Abs(float64((raw-mean)/std-d.Phi[7*f])) > 1e-5 {
+		t.Fatalf("phi's first value is not the standardised base_ang_vel x: %v, want (%v - %v) / %v", d.Phi[7*f], raw, mean, std)
+	}
+
+	// The task's phi, rebuilt from the raw set, is what Prepare gives without Features.
+	in.Features = nil
+	def, err := Prepare(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Project(in.Offline, d.Contract.Layout, def.Contract.Features.Fields)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := d.WithFeatures(p)
+	if !slices.Equal(back.Phi, def.Phi) || back.FeatureDim != def.FeatureDim ||
+		!slices.Equal(back.Contract.Features.Stats.Mean, def.Contract.Features.Stats.Mean) || !slices.Equal(back.Contract.Features.Stats.Std, def.Contract.Features.Stats.Std) {
+		t.Fatal("Project and WithFeatures do not rebuild the task's phi bit for bit")
+	}
+	if !slices.Equal(d.Contract.Features.Fields, fields) {
+		t.Fatal("WithFeatures changed the data it copied")
 	}
 }
