@@ -84,6 +84,13 @@ the default 3 steps, 4 of 30 with --rehearsal-steps 0 (the paper's policy update
 --policy-lr, --policy-average, --policy-components and --policy-tilt are train smodice's, with
 every method's defaults (1e-3, 0.99, 1, 0) whatever the task (train smodice --help says why, and why navigation's
 SMODICE-expert defaults to 3e-4 and the last iterate).
+--features (ours) projects phi onto other fields of the observation than the task's (the spec's
+joint_pos for locomotion, base velocities for navigation), standardised over the offline set. The
+FRE run keeps the features it was trained with: its states are rebuilt with its own phi, so
+one FRE run serves runs of any --features. On the paper-scale navigation set, the goal's
+position (target) added to the velocities puts the expert's routes 1.0-1.5 apart in phi instead
+of 0.3-0.4, yet the skills' weights still did not choose a route (docs/results.md, "What the
+skills' weights hold").
 --mu-kp adds a proportional term to the multipliers (ours, off by default): the imitation
 share becomes sigmoid(mu_i + kp (phi_i - eps)), so a violated constraint raises it at once.
 --min-ess-share S caps each skill's TD residuals at their top share S before the softmax, as
