@@ -89,8 +89,8 @@ joint_pos for locomotion, base velocities for navigation), standardised over the
 FRE run keeps the features it was trained with: its states are rebuilt with its own phi, so
 one FRE run serves runs of any --features. On the paper-scale navigation set, the goal's
 position (target) added to the velocities puts the expert's routes 1.0-1.5 apart in phi instead
-of 0.3-0.4, yet the skills' weights still did not choose a route (docs/results.md, "What the
-skills' weights hold").
+of 0.3-0.4, yet over whole episodes the skills' weights still did not choose a route
+(docs/results.md, "What the skills' weights hold").
 --mu-kp adds a proportional term to the multipliers (ours, off by default): the imitation
 share becomes sigmoid(mu_i + kp (phi_i - eps)), so a violated constraint raises it at once.
 --min-ess-share S caps each skill's TD residuals at their top share S before the softmax, as
