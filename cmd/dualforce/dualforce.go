@@ -29,9 +29,9 @@ Trains --skills skills with Dual-Force (the paper's Algorithm 1): each skill has
 function, policy and weights over the whole offline set, held to the expert by a bounded
 Lagrange multiplier on the imitation constraint phi_i <= --eps (r_E from the discriminator of
 the SMODICE run in --smodice) and pushed apart by the Van der Waals reward on the successor
-features (phi onto --features) at distance scale --l0. Every reward a skill is trained under is encoded by the
-frozen FRE encoder of the run in --fre into a latent z_i^k (the mean over --subsets subsets of
-the FRE run's token count of offline states). Writes into DIR:
+features (of phi onto --features) at distance scale --l0. Every reward a skill is trained under
+is encoded by the frozen FRE encoder of the run in --fre into a latent z_i^k (the mean over
+--subsets subsets of the FRE run's token count of offline states). Writes into DIR:
   metrics.jsonl    one JSON line per iteration (VdW objective, mean minimum distance, and per
                    skill the constraint phi, sigmoid(mu), distance to and index of the
                    nearest skill, ESS, largest weight, value and policy losses, its weight

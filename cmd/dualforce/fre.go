@@ -28,8 +28,8 @@ Pre-trains the functional reward encoder (FRE) on a prior of rewards over the of
 dataset's standardised states: random linear functions, random two-layer MLPs, the 27
 hand-made rewards and rewards of the Dual-Force form (1-c) <phi(s), u> + c r_E(s), with r_E
 from the discriminator of the SMODICE run in --smodice (same offline dataset) and phi onto
---features. Every reward is
-normalised as clip(r / scale, -1, 1), one scale stored with the encoder. Writes into DIR:
+--features. Every reward is normalised as clip(r / scale, -1, 1), one scale stored with the
+encoder. Writes into DIR:
   metrics.jsonl    one JSON line per step (reconstruction MSE, KL, total loss, seconds)
   losses.png       reconstruction, KL and total loss
   checkpoint.npz   written atomically every --checkpoint-every steps and on Ctrl-C
