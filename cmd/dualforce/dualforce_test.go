@@ -13,6 +13,7 @@ import (
 	"github.com/dualforce/dualforce/skills"
 	"github.com/dualforce/dualforce/trainer/checkpoint"
 	dfloop "github.com/dualforce/dualforce/trainer/dualforce"
+	"github.com/dualforce/dualforce/trainer/fre"
 	trainrun "github.com/dualforce/dualforce/trainer/run"
 )
 
@@ -85,6 +86,9 @@ func TestTrainDualForce(t *testing.T) {
 	features := []string{skills.FieldBaseAngVel, skills.FieldJointPos}
 	ownPhi, freOwnPhi := filepath.Join(dir, "own-phi"), filepath.Join(dir, "fre-own-phi")
 	mustRun(t, slices.Concat([]string{"train", "fre", "--offline", data, "--smodice", smodiceRun, "--out", freOwnPhi, "--features", strings.Join(features, ",")}, tinyFRE)...)
+	if _, c, err := fre.ReadConfig(filepath.Join(freOwnPhi, trainrun.CheckpointFile)); err != nil || !slices.Equal(c.Features.Fields, features) {
+		t.Fatalf("train fre --features: the run's states carry phi onto %q (%v), want %q", c.Features.Fields, err, features)
+	}
 	for _, c := range []struct{ name, fre string }{{"FRE of the task's phi", freRun}, {"FRE of the same phi", freOwnPhi}} {
 		mustRun(t, slices.Concat(tiny, []string{"--fre", c.fre, "--out", ownPhi, "--iters", "1", "--check-rollouts", "0", "--features", strings.Join(features, ",")})...)
 		bank, err := skills.ReadBank(filepath.Join(ownPhi, "bank.npz"))
