@@ -70,6 +70,7 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	world := fs.String("world", "", "world: a scenario YAML file or a built-in world (default: the task's)")
 	actionScale := fs.Float64("action-scale", collect.ActionScale, "rad of joint target per unit of action")
 	otherSideFence := fs.Float64("other-side-fence", 0, "navigation: share of episodes with a fence on the side of the box their route does not take (0..1)")
+	turnBack := fs.Float64("turn-back", 0, "navigation: share of navigator episodes that head first for another way past the box and turn back at it to their own (0..1)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
@@ -91,6 +92,7 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		plan.Task.World = *world // Collect checks it before it starts
 	}
 	plan.OtherSideFence = *otherSideFence // checked with the world
+	plan.TurnBack = *turnBack
 	expertPath := datafile.ExpertPath(*out)
 	if err := checkOutputFiles(*out, expertPath); err != nil {
 		return err

@@ -101,6 +101,8 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"collect", "-world", "moon", "-out", filepath.Join(t.TempDir(), "x.npz")}, 1, `no built-in world "moon"`},
 		{[]string{"collect", "-task", "navigation", "-other-side-fence", "2", "-out", filepath.Join(t.TempDir(), "x.npz")}, 1, "other-side fence share 2: want [0, 1]"},
 		{[]string{"collect", "-other-side-fence", "0.5", "-out", filepath.Join(t.TempDir(), "x.npz")}, 1, "other-side fences need a navigation world"},
+		{[]string{"collect", "-task", "navigation", "-turn-back", "-1", "-out", filepath.Join(t.TempDir(), "x.npz")}, 1, "turn-back share -1: want [0, 1]"},
+		{[]string{"collect", "-turn-back", "0.5", "-out", filepath.Join(t.TempDir(), "x.npz")}, 1, "turning back needs a navigation world"},
 		{[]string{"dataset"}, 2, "missing subcommand"},
 		{[]string{"dataset", "shred"}, 2, `unknown dataset subcommand "shred"`},
 		{[]string{"dataset", "inspect"}, 2, "want 1 argument(s) after the flags, got 0"},

@@ -107,6 +107,10 @@ type Spec struct {
 	// Route and Clearance (m between the box's side and the base's path) steer navigate.
 	Route     Route   `json:"route,omitempty"`
 	Clearance float64 `json:"clearance,omitempty"`
+	// TurnFrom, when set, is another route whose approach to the box the navigator heads for
+	// first, turning back there to its own: the place and heading a runtime's switch leaves the
+	// robot in when a fence blocks that route, with the expert's way on from it.
+	TurnFrom Route `json:"turn_from,omitempty"`
 }
 
 // ErrSpec reports a behaviour description that cannot be run.
@@ -119,6 +123,9 @@ func (s *Spec) Validate() error {
 		if !(v >= 0) || math.IsInf(v, 0) {
 			return bad("gains, drift, ramp, noise, std and clearance must be finite and >= 0")
 		}
+	}
+	if s.TurnFrom != "" && s.Kind != KindNavigate {
+		return bad("turn from %q: only a navigator has a route", s.TurnFrom)
 	}
 	switch s.Kind {
 	case KindWalk, KindNavigate:
@@ -133,6 +140,14 @@ func (s *Spec) Validate() error {
 			}
 			if !(s.Gait.VX > 0) || !(s.Gait.YawRate > 0) {
 				return bad("navigate needs a positive cruise speed and turning rate")
+			}
+			switch s.TurnFrom {
+			case "":
+			case s.Route:
+				return bad("turn from %q: the navigator's own route", s.TurnFrom)
+			case RouteLeft, RouteRight, RouteOver:
+			default:
+				return bad("turn from %q: want left, right or over", s.TurnFrom)
 			}
 		}
 	case KindRandom:

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/dualforce/dualforce/sim"
@@ -73,6 +74,10 @@ func TestSpecValidate(t *testing.T) {
 		{"navigate standing still", func(s *Spec) { *s = nav; s.Gait.VX = 0 }, false},
 		{"navigate without turning", func(s *Spec) { *s = nav; s.Gait.YawRate = 0 }, false},
 		{"random without spread", func(s *Spec) { *s = Spec{Kind: KindRandom} }, false},
+		{"navigate turning back", func(s *Spec) { *s = nav; s.TurnFrom = RouteLeft }, true},
+		{"turning back from its own route", func(s *Spec) { *s = nav; s.TurnFrom = RouteOver }, false},
+		{"turning back from no route", func(s *Spec) { *s = nav; s.TurnFrom = "under" }, false},
+		{"a walk turning back", func(s *Spec) { s.TurnFrom = RouteLeft }, false},
 	}
 	for _, tc := range tests {
 		s := walk
@@ -224,6 +229,52 @@ func TestNavigatorRoutes(t *testing.T) {
 		}
 		if !n.arrived || math.Abs(n.trot.P.VX) > 1e-9 {
 			t.Errorf("%s: at the goal arrived=%v, gait speed %.3f", tc.route, n.arrived, n.trot.P.VX)
+		}
+	}
+}
+
+// A navigator that turns back heads first for the other route's approach, a little nearer the
+// start than its own, then for its own route's waypoints; passing its own approach along x on the
+// wrong side of the box does not pass it.
+func TestNavigatorTurnsBack(t *testing.T) {
+	l := obstacle(t, "obstacle")
+	box := l.Boxes[0]
+	am := actionMap(t)
+	for _, tc := range []struct{ route, from Route }{
+		{RouteLeft, RouteRight}, {RouteRight, RouteLeft}, {RouteOver, RouteLeft}, {RouteOver, RouteRight},
+	} {
+		spec := Spec{Kind: KindNavigate, Gait: gait.DefaultParams(), Route: tc.route, Clearance: 0.3, HeadingGain: 3, TurnFrom: tc.from}
+		spec.Gait.VX, spec.Gait.YawRate = 0.5, 1.2
+		plain := spec
+		plain.TurnFrom = ""
+		c, err := New(spec, am, l, rand.New(rand.NewPCG(1, 4)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := New(plain, am, l, rand.New(rand.NewPCG(1, 4)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, own := c.(*navigator), p.(*navigator).waypoints
+		if !slices.Equal(n.waypoints[1:], own) {
+			t.Fatalf("%s from %s: waypoints %v, want a turn and then %v", tc.route, tc.from, n.waypoints, own)
+		}
+		turn := n.waypoints[0]
+		side := map[Route]float64{RouteLeft: 1, RouteRight: -1}[tc.from]
+		if want := box.Center[1] + side*(box.Half[1]+0.3); math.Abs(turn[1]-want) > 1e-12 || turn[0] >= own[0][0] {
+			t.Fatalf("%s from %s: turn at %v, want y %.3f before %v", tc.route, tc.from, turn, want, own[0])
+		}
+		var a [skills.NumJoints]float32
+		// At the turn it heads for its own approach.
+		if err := c.Act(&State{Pos: [3]float64{turn[0], turn[1], 0.24}}, &a); err != nil || n.next != 1 {
+			t.Fatalf("%s from %s: at the turn next waypoint %d (%v), want 1", tc.route, tc.from, n.next, err)
+		}
+		// Past its own approach along x but still on the other side: that waypoint is still ahead.
+		if err := c.Act(&State{Pos: [3]float64{own[0][0] + 0.05, turn[1], 0.24}}, &a); err != nil || n.next != 1 {
+			t.Fatalf("%s from %s: beyond its approach on the other side next waypoint %d (%v), want 1", tc.route, tc.from, n.next, err)
+		}
+		if err := c.Act(&State{Pos: [3]float64{own[0][0] + 0.05, own[0][1], 0.24}}, &a); err != nil || n.next != 2 {
+			t.Fatalf("%s from %s: beyond its approach on its side next waypoint %d (%v), want 2", tc.route, tc.from, n.next, err)
 		}
 	}
 }

@@ -17,6 +17,10 @@ const (
 	approach = 0.4
 	// overApproach is the same for the route over the box: a straight run-up square to it.
 	overApproach = 0.45
+	// turnLead is how much nearer the start than its own route's first waypoint a navigator
+	// that turns back takes the other route's: the turn then heads across towards its own
+	// route's approach, not past it.
+	turnLead = 0.1
 	// passRadius is how close a waypoint must come before the next one is taken.
 	passRadius = 0.15
 	// arriveFraction of the goal radius is where the navigator stops walking to the goal and
@@ -36,6 +40,11 @@ type navigator struct {
 	*walker
 	waypoints [][2]float64
 	next      int
+	// afterTurn is the index of the own route's first waypoint after a turn back (-1: no turn).
+	// Going past it along x does not pass it there: the turn heads across the way to it and
+	// drifts forward while it does, and taking the next waypoint from the wrong side of the box
+	// would cut over it.
+	afterTurn int
 	goal      worlds.Goal
 	arrived   bool
 }
@@ -52,18 +61,12 @@ func newNavigator(spec Spec, am skills.ActionMap, l *worlds.Layout, rng *rand.Ra
 	if err != nil {
 		return nil, err
 	}
-	n := &navigator{walker: w, goal: *l.Goal}
-	cx, cy, hx, hy := box.Center[0], box.Center[1], box.Half[0], box.Half[1]
-	switch spec.Route {
-	case RouteLeft, RouteRight:
-		side := cy + hy + spec.Clearance
-		if spec.Route == RouteRight {
-			side = cy - hy - spec.Clearance
-		}
-		n.waypoints = [][2]float64{{cx - hx - approach, side}, {cx + hx + approach, side}}
-	case RouteOver:
-		n.waypoints = [][2]float64{{cx - hx - overApproach, cy}, {cx + hx + overApproach, cy}}
+	n := &navigator{walker: w, goal: *l.Goal, afterTurn: -1}
+	if spec.TurnFrom != "" {
+		turn := approachTo(box, spec.TurnFrom, spec.Clearance)
+		n.waypoints, n.afterTurn = [][2]float64{{turn[0][0] - turnLead, turn[0][1]}}, 1
 	}
+	n.waypoints = append(n.waypoints, approachTo(box, spec.Route, spec.Clearance)...)
 	n.waypoints = append(n.waypoints, [2]float64{n.goal.X, n.goal.Y})
 	return n, nil
 }
@@ -79,10 +82,12 @@ func (n *navigator) Act(s *State, a *[skills.NumJoints]float32) error {
 		clamp := func(v float64) float64 { return min(max(stationGain*v, -stationSpeed), stationSpeed) }
 		return n.drive(s, clamp(c*dx+sn*dy), clamp(-sn*dx+c*dy), 0, a)
 	}
-	// Waypoints are ordered along +x: one is passed once it is near or behind the base.
+	// Waypoints are ordered along +x: one is passed once it is near or behind the base (the
+	// one after a turn back only behind it on its own side of the box).
 	for n.next < len(n.waypoints)-1 {
 		wp := n.waypoints[n.next]
-		if math.Hypot(wp[0]-x, wp[1]-y) > passRadius && x < wp[0] {
+		behind := x >= wp[0] && (n.next != n.afterTurn || math.Abs(wp[1]-y) <= passRadius)
+		if math.Hypot(wp[0]-x, wp[1]-y) > passRadius && !behind {
 			break
 		}
 		n.next++
@@ -100,6 +105,19 @@ func (n *navigator) Act(s *State, a *[skills.NumJoints]float32) error {
 	}
 	side := min(max(speed*math.Sin(e), -maxSideSpeed), maxSideSpeed)
 	return n.drive(s, speed*max(0, math.Cos(e)), side, yawRate, a)
+}
+
+// approachTo returns the two waypoints of route past box: before and after it, beside it at
+// clearance or on the line over it.
+func approachTo(box *worlds.Box, route Route, clearance float64) [][2]float64 {
+	cx, cy, hx, hy := box.Center[0], box.Center[1], box.Half[0], box.Half[1]
+	switch route {
+	case RouteLeft:
+		return [][2]float64{{cx - hx - approach, cy + hy + clearance}, {cx + hx + approach, cy + hy + clearance}}
+	case RouteRight:
+		return [][2]float64{{cx - hx - approach, cy - hy - clearance}, {cx + hx + approach, cy - hy - clearance}}
+	}
+	return [][2]float64{{cx - hx - overApproach, cy}, {cx + hx + overApproach, cy}}
 }
 
 // RouteTaken tells which way past the box of l a base went, from one step of its path: when the

@@ -3,6 +3,7 @@ package collect
 import (
 	"errors"
 	"math"
+	"reflect"
 	"testing"
 
 	"github.com/dualforce/dualforce/sim/behave"
@@ -228,5 +229,91 @@ func TestOtherSideFence(t *testing.T) {
 	loco.OtherSideFence = 0.5
 	if err := loco.validate(); !errors.Is(err, ErrPlan) {
 		t.Errorf("locomotion with fences: %v, want ErrPlan", err)
+	}
+}
+
+// Turning back: at share 1 every navigator episode turns back from the rule's side (the other
+// side, or the fenced one for the over route), nothing else about the episode changes, each
+// route still goes past the box its own way having headed for the fence first, and a plan that
+// cannot turn back is refused.
+func TestTurnBack(t *testing.T) {
+	p := plan(t, TaskNavigation, 12, map[string]int{"left": 1, "right": 1, "over": 2})
+	p.OtherSideFence = 1
+	before := make(map[[2]int]*episode)
+	for m := range p.Modes {
+		for j := range 20 {
+			before[[2]int{m, j}] = p.episode(m, j)
+		}
+	}
+	p.TurnBack = 1
+	if err := p.validate(); err != nil {
+		t.Fatal(err)
+	}
+	overFrom := map[behave.Route]int{}
+	for m, mode := range p.Modes {
+		for j := range 20 {
+			ep, was := p.episode(m, j), before[[2]int{m, j}]
+			f := ep.scenario.Fences
+			want := map[behave.Route]behave.Route{behave.RouteLeft: behave.RouteRight, behave.RouteRight: behave.RouteLeft}[ep.spec.Route]
+			if ep.spec.Route == behave.RouteOver {
+				want = behave.RouteRight
+				if f.Left {
+					want = behave.RouteLeft
+				}
+				overFrom[want]++
+			}
+			if ep.spec.TurnFrom != want {
+				t.Fatalf("%s episode %d (fences %+v): turns from %q, want %q", mode.Name, j, *f, ep.spec.TurnFrom, want)
+			}
+			ep.spec.TurnFrom = ""
+			if !reflect.DeepEqual(ep.layout, was.layout) || ep.spec != was.spec || ep.seed != was.seed {
+				t.Fatalf("%s episode %d: turning back changed the layout, the spec or the seed", mode.Name, j)
+			}
+		}
+	}
+	if overFrom[behave.RouteLeft] == 0 || overFrom[behave.RouteRight] == 0 {
+		t.Fatalf("over episodes turn from %v, want both sides", overFrom)
+	}
+
+	p.Modes = p.Modes[:2] // left and right, each heading first for the fence on the other side
+	o := collect(t, p)
+	for _, md := range o.Manifest.Modes {
+		if md.Episodes == 0 || md.Routes[md.Name] != md.Episodes || md.Falls != 0 {
+			t.Errorf("%s turning back: routes %v, falls %d in %d episodes, want all its own way, none",
+				md.Name, md.Routes, md.Falls, md.Episodes)
+		}
+	}
+	// Each went well out to the other side first (its turn lies 0.75 m off the box's centre
+	// line, which the world jitters by up to 0.2 m).
+	for _, ep := range episodes(o) {
+		side := map[string]float64{"left": -1, "right": 1}[o.Manifest.Modes[ep.mode].Name]
+		far := math.Inf(-1)
+		for i := ep.start; i < ep.end; i++ {
+			far = max(far, side*float64(o.Withheld.BasePosition[3*i+1]))
+		}
+		if far < 0.35 {
+			t.Errorf("%s turning back: went at most %.2f m out to the other side, want 0.35", o.Manifest.Modes[ep.mode].Name, far)
+		}
+	}
+
+	for _, bad := range []struct {
+		name string
+		edit func(*Plan)
+	}{
+		{"share above 1", func(p *Plan) { p.TurnBack = 1.5 }},
+		{"negative share", func(p *Plan) { p.TurnBack = -0.1 }},
+		{"NaN share", func(p *Plan) { p.TurnBack = math.NaN() }},
+		{"no box", func(p *Plan) { p.TurnBack, p.Task.World = 0.5, "flat" }},
+	} {
+		q := plan(t, TaskNavigation, 12, map[string]int{"left": 1})
+		bad.edit(q)
+		if err := q.validate(); !errors.Is(err, ErrPlan) {
+			t.Errorf("%s: %v, want ErrPlan", bad.name, err)
+		}
+	}
+	loco := plan(t, TaskLocomotion, 1, map[string]int{"expert": 1})
+	loco.TurnBack = 0.5
+	if err := loco.validate(); !errors.Is(err, ErrPlan) {
+		t.Errorf("locomotion turning back: %v, want ErrPlan", err)
 	}
 }

@@ -77,6 +77,12 @@ type Plan struct {
 	// skill whose data never showed one in its height map meets a state it does not know.
 	// 0: none, the world as it is.
 	OtherSideFence float64 `json:"other_side_fence,omitempty"`
+	// TurnBack is the share of navigation episodes whose navigator heads first for another way
+	// past the box and turns back at it to its own route (behave.Spec.TurnFrom): the left and
+	// right routes from the other side, the over route from the fenced side (a side drawn when
+	// unfenced). A runtime switch at a fence leaves the robot there, heading for the fence; with
+	// OtherSideFence that side is fenced in the data too. 0: none.
+	TurnBack float64 `json:"turn_back,omitempty"`
 	// scenario is the built-in world of Task.World; bank lends the contract to the runtime
 	// core that runs the behaviours (its policy never runs: the behaviour is the core's actor);
 	// actions maps the behaviours' joint targets to actions.
@@ -88,7 +94,7 @@ type Plan struct {
 }
 
 // SeedRule documents how episodes draw their randomness, for the manifest.
-const SeedRule = "episode j of mode m draws from math/rand/v2 PCG(seed, m<<32|j): first the layout seed (navigation), start heading and gait jitter, with other_side_fence whether the episode is fenced (and for the over route and the random policy on which side), then the behaviour's own draws"
+const SeedRule = "episode j of mode m draws from math/rand/v2 PCG(seed, m<<32|j): first the layout seed (navigation), start heading and gait jitter, with other_side_fence whether the episode is fenced (and for the over route and the random policy on which side), with turn_back whether a navigator turns back (and for the over route without a fence from which side), then the behaviour's own draws"
 
 // ErrPlan reports a plan that cannot be collected.
 var ErrPlan = errors.New("collect: invalid plan")
@@ -378,6 +384,12 @@ func (p *Plan) validate() error {
 	case f > 0 && (p.Task.Name != TaskNavigation || s.Box == nil || s.Fences != nil):
 		return fmt.Errorf("%w: other-side fences need a navigation world with a box and no fences of its own (world %q)", ErrPlan, s.Name)
 	}
+	switch f := p.TurnBack; {
+	case !(f >= 0 && f <= 1):
+		return fmt.Errorf("%w: turn-back share %v: want [0, 1]", ErrPlan, f)
+	case f > 0 && (p.Task.Name != TaskNavigation || s.Box == nil):
+		return fmt.Errorf("%w: turning back needs a navigation world with a box (world %q)", ErrPlan, s.Name)
+	}
 	return nil
 }
 
@@ -436,5 +448,26 @@ func (p *Plan) episode(m, j int) *episode {
 		fenceOtherSide(&ep.scenario, ep.spec.Route, rng)
 		ep.layout = ep.scenario.Layout(ep.seed)
 	}
+	if p.TurnBack > 0 && ep.spec.Kind == behave.KindNavigate && rng.Float64() < p.TurnBack {
+		ep.spec.TurnFrom = turnFrom(ep.spec.Route, ep.scenario.Fences, rng)
+	}
 	return ep
+}
+
+// turnFrom is the route a navigator on route turns back from: the other side for the ways round
+// the box; for the way over, the fenced side, or a side drawn from rng with no fence.
+func turnFrom(route behave.Route, f *worlds.Fences, rng *rand.Rand) behave.Route {
+	switch {
+	case route == behave.RouteLeft:
+		return behave.RouteRight
+	case route == behave.RouteRight:
+		return behave.RouteLeft
+	case f != nil && f.Left:
+		return behave.RouteLeft
+	case f != nil && f.Right:
+		return behave.RouteRight
+	case rng.IntN(2) == 0:
+		return behave.RouteLeft
+	}
+	return behave.RouteRight
 }
