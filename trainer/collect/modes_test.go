@@ -158,22 +158,17 @@ func TestExecutionNoiseRecordsTheBehavioursOwnActions(t *testing.T) {
 
 // Other-side fences: every episode of a left or right route gets a fence on the other side, the
 // over route's on either side; at share 0 the episodes are what they were; the open route still
-// reaches the goal; and a plan that cannot have them is refused.
+// reaches the goal.
 func TestOtherSideFence(t *testing.T) {
 	p := plan(t, TaskNavigation, 12, map[string]int{"left": 3, "right": 1, "over": 1})
-	before := make(map[[2]int]*episode)
-	for m := range p.Modes {
-		for j := range 20 {
-			before[[2]int{m, j}] = p.episode(m, j)
-		}
-	}
+	before := firstEpisodes(p)
 	p.OtherSideFence = 1
 	if err := p.validate(); err != nil {
 		t.Fatal(err)
 	}
 	overSides := map[bool]int{}
 	for m, mode := range p.Modes {
-		for j := range 20 {
+		for j := range firstEpisodeCount {
 			ep, was := p.episode(m, j), before[[2]int{m, j}]
 			f := ep.scenario.Fences
 			if f == nil || f.Left == f.Right {
@@ -209,49 +204,22 @@ func TestOtherSideFence(t *testing.T) {
 	if left := o.Manifest.Modes[0]; left.Name != "left" || left.GoalReached != left.Episodes {
 		t.Errorf("left route with the right fence up reached the goal in %d of %d episodes, want all", left.GoalReached, left.Episodes)
 	}
-
-	for _, bad := range []struct {
-		name string
-		edit func(*Plan)
-	}{
-		{"share above 1", func(p *Plan) { p.OtherSideFence = 1.5 }},
-		{"NaN share", func(p *Plan) { p.OtherSideFence = math.NaN() }},
-		{"a world with fences", func(p *Plan) { p.OtherSideFence, p.Task.World = 0.5, "obstacle_fence_left" }},
-		{"no box", func(p *Plan) { p.OtherSideFence, p.Task.World = 0.5, "flat" }},
-	} {
-		q := plan(t, TaskNavigation, 12, map[string]int{"left": 1})
-		bad.edit(q)
-		if err := q.validate(); !errors.Is(err, ErrPlan) {
-			t.Errorf("%s: %v, want ErrPlan", bad.name, err)
-		}
-	}
-	loco := plan(t, TaskLocomotion, 1, map[string]int{"expert": 1})
-	loco.OtherSideFence = 0.5
-	if err := loco.validate(); !errors.Is(err, ErrPlan) {
-		t.Errorf("locomotion with fences: %v, want ErrPlan", err)
-	}
 }
 
 // Turning back: at share 1 every navigator episode turns back from the rule's side (the other
 // side, or the fenced one for the over route), nothing else about the episode changes, each
-// route still goes past the box its own way having headed for the fence first, and a plan that
-// cannot turn back is refused.
+// route still goes past the box its own way having headed for the fence first.
 func TestTurnBack(t *testing.T) {
 	p := plan(t, TaskNavigation, 12, map[string]int{"left": 1, "right": 1, "over": 2})
 	p.OtherSideFence = 1
-	before := make(map[[2]int]*episode)
-	for m := range p.Modes {
-		for j := range 20 {
-			before[[2]int{m, j}] = p.episode(m, j)
-		}
-	}
+	before := firstEpisodes(p)
 	p.TurnBack = 1
 	if err := p.validate(); err != nil {
 		t.Fatal(err)
 	}
 	overFrom := map[behave.Route]int{}
 	for m, mode := range p.Modes {
-		for j := range 20 {
+		for j := range firstEpisodeCount {
 			ep, was := p.episode(m, j), before[[2]int{m, j}]
 			f := ep.scenario.Fences
 			want := map[behave.Route]behave.Route{behave.RouteLeft: behave.RouteRight, behave.RouteRight: behave.RouteLeft}[ep.spec.Route]
@@ -295,25 +263,48 @@ func TestTurnBack(t *testing.T) {
 			t.Errorf("%s turning back: went at most %.2f m out to the other side, want 0.35", o.Manifest.Modes[ep.mode].Name, far)
 		}
 	}
+}
 
+// The navigation options are refused where they cannot be laid out: outside [0, 1], without a
+// box to fence or turn back at, other-side fences in a world fenced already, and for locomotion.
+func TestNavigationOptionsRefused(t *testing.T) {
 	for _, bad := range []struct {
 		name string
+		task string
 		edit func(*Plan)
 	}{
-		{"share above 1", func(p *Plan) { p.TurnBack = 1.5 }},
-		{"negative share", func(p *Plan) { p.TurnBack = -0.1 }},
-		{"NaN share", func(p *Plan) { p.TurnBack = math.NaN() }},
-		{"no box", func(p *Plan) { p.TurnBack, p.Task.World = 0.5, "flat" }},
+		{"fence share above 1", TaskNavigation, func(p *Plan) { p.OtherSideFence = 1.5 }},
+		{"NaN fence share", TaskNavigation, func(p *Plan) { p.OtherSideFence = math.NaN() }},
+		{"fences in a world with fences", TaskNavigation, func(p *Plan) { p.OtherSideFence, p.Task.World = 0.5, "obstacle_fence_left" }},
+		{"fences without a box", TaskNavigation, func(p *Plan) { p.OtherSideFence, p.Task.World = 0.5, "flat" }},
+		{"locomotion with fences", TaskLocomotion, func(p *Plan) { p.OtherSideFence = 0.5 }},
+		{"turn-back share above 1", TaskNavigation, func(p *Plan) { p.TurnBack = 1.5 }},
+		{"negative turn-back share", TaskNavigation, func(p *Plan) { p.TurnBack = -0.1 }},
+		{"NaN turn-back share", TaskNavigation, func(p *Plan) { p.TurnBack = math.NaN() }},
+		{"turning back without a box", TaskNavigation, func(p *Plan) { p.TurnBack, p.Task.World = 0.5, "flat" }},
+		{"locomotion turning back", TaskLocomotion, func(p *Plan) { p.TurnBack = 0.5 }},
 	} {
 		q := plan(t, TaskNavigation, 12, map[string]int{"left": 1})
+		if bad.task == TaskLocomotion {
+			q = plan(t, TaskLocomotion, 1, map[string]int{"expert": 1})
+		}
 		bad.edit(q)
 		if err := q.validate(); !errors.Is(err, ErrPlan) {
 			t.Errorf("%s: %v, want ErrPlan", bad.name, err)
 		}
 	}
-	loco := plan(t, TaskLocomotion, 1, map[string]int{"expert": 1})
-	loco.TurnBack = 0.5
-	if err := loco.validate(); !errors.Is(err, ErrPlan) {
-		t.Errorf("locomotion turning back: %v, want ErrPlan", err)
+}
+
+// firstEpisodeCount is how many episodes of each mode firstEpisodes lays out.
+const firstEpisodeCount = 20
+
+// firstEpisodes lays out the first episodes of every mode of p, by mode and index.
+func firstEpisodes(p *Plan) map[[2]int]*episode {
+	out := make(map[[2]int]*episode)
+	for m := range p.Modes {
+		for j := range firstEpisodeCount {
+			out[[2]int{m, j}] = p.episode(m, j)
+		}
 	}
+	return out
 }
