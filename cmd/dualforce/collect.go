@@ -55,8 +55,15 @@ of the box their route does not take (either side for the over route and the ran
 the runtime switches skills beside a fence, and a skill whose data never showed a fence in its
 height map meets a state it does not know.
 
-The data depend only on --task, --scale, --world, --action-scale, --other-side-fence and
---seed, not on --workers. --out is checked before anything is collected (its directory is
+--turn-back F (navigation) makes that share of the navigator episodes head first for another
+way past the box (the other side; for the over route the fenced side) and turn back there to
+their own route: where a runtime switch at a fence leaves the robot. Measured at 0.5 on the
+start-region set (docs/results.md, "episodes that turn back"): nothing in a state says whether
+its episode turns back, route clones get worse (right clone 10% at the goal, 100% without), and
+Dual-Force's weights do not choose between the two kinds of episode.
+
+The data depend only on --task, --scale, --world, --action-scale, --other-side-fence,
+--turn-back and --seed, not on --workers. --out is checked before anything is collected (its directory is
 created at the write if it does not exist).
 `
 
