@@ -63,8 +63,8 @@ its episode turns back, route clones get worse (right clone 10% at the goal, 100
 Dual-Force's weights do not choose between the two kinds of episode.
 
 The data depend only on --task, --scale, --world, --action-scale, --other-side-fence,
---turn-back and --seed, not on --workers. --out is checked before anything is collected (its directory is
-created at the write if it does not exist).
+--turn-back and --seed, not on --workers. --out is checked before anything is collected (its
+directory is created at the write if it does not exist).
 `
 
 func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
