@@ -40,11 +40,6 @@ type navigator struct {
 	*walker
 	waypoints [][2]float64
 	next      int
-	// afterTurn is the index of the own route's first waypoint after a turn back (-1: no turn).
-	// Going past it along x does not pass it there: the turn heads across the way to it and
-	// drifts forward while it does, and taking the next waypoint from the wrong side of the box
-	// would cut over it.
-	afterTurn int
 	goal      worlds.Goal
 	arrived   bool
 }
@@ -61,10 +56,10 @@ func newNavigator(spec Spec, am skills.ActionMap, l *worlds.Layout, rng *rand.Ra
 	if err != nil {
 		return nil, err
 	}
-	n := &navigator{walker: w, goal: *l.Goal, afterTurn: -1}
+	n := &navigator{walker: w, goal: *l.Goal}
 	if spec.TurnFrom != "" {
 		turn := approachTo(box, spec.TurnFrom, spec.Clearance)
-		n.waypoints, n.afterTurn = [][2]float64{{turn[0][0] - turnLead, turn[0][1]}}, 1
+		n.waypoints = [][2]float64{{turn[0][0] - turnLead, turn[0][1]}}
 	}
 	n.waypoints = append(n.waypoints, approachTo(box, spec.Route, spec.Clearance)...)
 	n.waypoints = append(n.waypoints, [2]float64{n.goal.X, n.goal.Y})
@@ -82,11 +77,14 @@ func (n *navigator) Act(s *State, a *[skills.NumJoints]float32) error {
 		clamp := func(v float64) float64 { return min(max(stationGain*v, -stationSpeed), stationSpeed) }
 		return n.drive(s, clamp(c*dx+sn*dy), clamp(-sn*dx+c*dy), 0, a)
 	}
-	// Waypoints are ordered along +x: one is passed once it is near or behind the base (the
-	// one after a turn back only behind it on its own side of the box).
+	// Waypoints are ordered along +x: one is passed once it is near or behind the base. After a
+	// turn back, the own route's approach (waypoint 1) only behind it on its own side of the box:
+	// the turn heads across the way to it and drifts forward while it does, and taking the next
+	// waypoint from the wrong side of the box would cut over it.
 	for n.next < len(n.waypoints)-1 {
 		wp := n.waypoints[n.next]
-		behind := x >= wp[0] && (n.next != n.afterTurn || math.Abs(wp[1]-y) <= passRadius)
+		afterTurn := n.spec.TurnFrom != "" && n.next == 1
+		behind := x >= wp[0] && (!afterTurn || math.Abs(wp[1]-y) <= passRadius)
 		if math.Hypot(wp[0]-x, wp[1]-y) > passRadius && !behind {
 			break
 		}
