@@ -111,6 +111,11 @@ type Spec struct {
 	// first, turning back there to its own: the place and heading a runtime's switch leaves the
 	// robot in when a fence blocks that route, with the expert's way on from it.
 	TurnFrom Route `json:"turn_from,omitempty"`
+	// TurnAt, when positive, puts that turn this far (m) before the line across the box's centre,
+	// where a fence in line with the box stands, instead of just short of the own route's first
+	// waypoint (0.65 m before that line, beyond the height map's 0.5 m): near enough that a
+	// fence there is in the height map as the turn begins, so the turn is what it causes.
+	TurnAt float64 `json:"turn_at,omitempty"`
 }
 
 // ErrSpec reports a behaviour description that cannot be run.
@@ -119,10 +124,13 @@ var ErrSpec = errors.New("behave: invalid spec")
 // Validate checks a spec before an episode is started with it.
 func (s *Spec) Validate() error {
 	bad := func(format string, a ...any) error { return fmt.Errorf("%w: %s", ErrSpec, fmt.Sprintf(format, a...)) }
-	for _, v := range []float64{s.HeadingGain, s.SpeedGain, s.HeadingDrift, s.RampTime, s.ActionNoise, s.RandomStd, s.Clearance} {
+	for _, v := range []float64{s.HeadingGain, s.SpeedGain, s.HeadingDrift, s.RampTime, s.ActionNoise, s.RandomStd, s.Clearance, s.TurnAt} {
 		if !(v >= 0) || math.IsInf(v, 0) {
-			return bad("gains, drift, ramp, noise, std and clearance must be finite and >= 0")
+			return bad("gains, drift, ramp, noise, std, clearance and turn place must be finite and >= 0")
 		}
+	}
+	if s.TurnAt > 0 && s.TurnFrom == "" {
+		return bad("turn at %v m: no route to turn back from", s.TurnAt)
 	}
 	if s.TurnFrom != "" && s.Kind != KindNavigate {
 		return bad("turn from %q: only a navigator has a route", s.TurnFrom)

@@ -78,6 +78,10 @@ func TestSpecValidate(t *testing.T) {
 		{"turning back from its own route", func(s *Spec) { *s = nav; s.TurnFrom = RouteOver }, false},
 		{"turning back from no route", func(s *Spec) { *s = nav; s.TurnFrom = "under" }, false},
 		{"a walk turning back", func(s *Spec) { s.TurnFrom = RouteLeft }, false},
+		{"turning back in sight of a fence", func(s *Spec) { *s = nav; s.TurnFrom, s.TurnAt = RouteLeft, 0.25 }, true},
+		{"a turn place without a turn", func(s *Spec) { *s = nav; s.TurnAt = 0.25 }, false},
+		{"a negative turn place", func(s *Spec) { *s = nav; s.TurnFrom, s.TurnAt = RouteLeft, -0.25 }, false},
+		{"a NaN turn place", func(s *Spec) { *s = nav; s.TurnFrom, s.TurnAt = RouteLeft, math.NaN() }, false},
 	}
 	for _, tc := range tests {
 		s := walk
@@ -240,13 +244,17 @@ func TestNavigatorTurnsBack(t *testing.T) {
 	l := obstacle(t, "obstacle")
 	box := l.Boxes[0]
 	am := actionMap(t)
-	for _, tc := range []struct{ route, from Route }{
-		{RouteLeft, RouteRight}, {RouteRight, RouteLeft}, {RouteOver, RouteLeft}, {RouteOver, RouteRight},
+	for _, tc := range []struct {
+		route, from Route
+		at          float64
+	}{
+		{RouteLeft, RouteRight, 0}, {RouteRight, RouteLeft, 0}, {RouteOver, RouteLeft, 0}, {RouteOver, RouteRight, 0},
+		{RouteLeft, RouteRight, 0.25}, {RouteOver, RouteLeft, 0.25},
 	} {
-		spec := Spec{Kind: KindNavigate, Gait: gait.DefaultParams(), Route: tc.route, Clearance: 0.3, HeadingGain: 3, TurnFrom: tc.from}
+		spec := Spec{Kind: KindNavigate, Gait: gait.DefaultParams(), Route: tc.route, Clearance: 0.3, HeadingGain: 3, TurnFrom: tc.from, TurnAt: tc.at}
 		spec.Gait.VX, spec.Gait.YawRate = 0.5, 1.2
 		plain := spec
-		plain.TurnFrom = ""
+		plain.TurnFrom, plain.TurnAt = "", 0
 		c, err := New(spec, am, l, rand.New(rand.NewPCG(1, 4)))
 		if err != nil {
 			t.Fatal(err)
@@ -261,8 +269,12 @@ func TestNavigatorTurnsBack(t *testing.T) {
 		}
 		turn := n.waypoints[0]
 		side := map[Route]float64{RouteLeft: 1, RouteRight: -1}[tc.from]
-		if want := box.Center[1] + side*(box.Half[1]+0.3); math.Abs(turn[1]-want) > 1e-12 || turn[0] >= own[0][0] {
+		if want := box.Center[1] + side*(box.Half[1]+0.3); math.Abs(turn[1]-want) > 1e-12 || (tc.at == 0 && turn[0] >= own[0][0]) {
 			t.Fatalf("%s from %s: turn at %v, want y %.3f before %v", tc.route, tc.from, turn, want, own[0])
+		}
+		// In sight of a fence: tc.at before the line across the box's centre, where fences stand.
+		if tc.at > 0 && math.Abs(turn[0]-(box.Center[0]-tc.at)) > 1e-12 {
+			t.Fatalf("%s from %s at %v m: turn at x %.3f, want %.3f", tc.route, tc.from, tc.at, turn[0], box.Center[0]-tc.at)
 		}
 		var a [skills.NumJoints]float32
 		// At the turn it heads for its own approach.

@@ -58,8 +58,12 @@ func newNavigator(spec Spec, am skills.ActionMap, l *worlds.Layout, rng *rand.Ra
 	}
 	n := &navigator{walker: w, goal: *l.Goal}
 	if spec.TurnFrom != "" {
-		turn := approachTo(box, spec.TurnFrom, spec.Clearance)
-		n.waypoints = [][2]float64{{turn[0][0] - turnLead, turn[0][1]}}
+		turn := approachTo(box, spec.TurnFrom, spec.Clearance)[0]
+		turn[0] -= turnLead
+		if spec.TurnAt > 0 {
+			turn[0] = box.Center[0] - spec.TurnAt
+		}
+		n.waypoints = [][2]float64{turn}
 	}
 	n.waypoints = append(n.waypoints, approachTo(box, spec.Route, spec.Clearance)...)
 	n.waypoints = append(n.waypoints, [2]float64{n.goal.X, n.goal.Y})

@@ -83,6 +83,11 @@ type Plan struct {
 	// unfenced). A runtime switch at a fence leaves the robot there, heading for the fence; with
 	// OtherSideFence that side is fenced in the data too. 0: none.
 	TurnBack float64 `json:"turn_back,omitempty"`
+	// TurnAtFence keeps turning back to the fenced episodes, which turn in sight of the fence
+	// (FenceSight before it, behave.Spec.TurnAt) from the fenced side: the turn is then what a
+	// fence in the height map causes, as the runtime's switch is, not a draw no state shows.
+	// Needs TurnBack and OtherSideFence.
+	TurnAtFence bool `json:"turn_at_fence,omitempty"`
 	// scenario is the built-in world of Task.World; bank lends the contract to the runtime
 	// core that runs the behaviours (its policy never runs: the behaviour is the core's actor);
 	// actions maps the behaviours' joint targets to actions.
@@ -93,8 +98,13 @@ type Plan struct {
 	actionScale float64
 }
 
+// FenceSight is how far before a fence (m, from the line across the box's centre) a navigator
+// turns back with Plan.TurnAtFence: it begins to turn about a pass radius earlier, with the fence
+// some 0.4 m ahead, inside the height map's 0.5 m and the runtime's look-ahead for walls.
+const FenceSight = 0.25
+
 // SeedRule documents how episodes draw their randomness, for the manifest.
-const SeedRule = "episode j of mode m draws from math/rand/v2 PCG(seed, m<<32|j): first the layout seed (navigation), start heading and gait jitter, with other_side_fence whether the episode is fenced (and for the over route and the random policy on which side), with turn_back whether a navigator turns back (and for the over route without a fence from which side), then the behaviour's own draws"
+const SeedRule = "episode j of mode m draws from math/rand/v2 PCG(seed, m<<32|j): first the layout seed (navigation), start heading and gait jitter, with other_side_fence whether the episode is fenced (and for the over route and the random policy on which side), with turn_back whether a navigator turns back (with turn_at_fence only the fenced ones; for the over route without a fence from which side), then the behaviour's own draws"
 
 // ErrPlan reports a plan that cannot be collected.
 var ErrPlan = errors.New("collect: invalid plan")
@@ -390,6 +400,9 @@ func (p *Plan) validate() error {
 	case f > 0 && (p.Task.Name != TaskNavigation || s.Box == nil):
 		return fmt.Errorf("%w: turning back needs a navigation world with a box (world %q)", ErrPlan, s.Name)
 	}
+	if p.TurnAtFence && !(p.TurnBack > 0 && p.OtherSideFence > 0) {
+		return fmt.Errorf("%w: turning back at a fence needs a turn-back share (%v) and an other-side fence share (%v) above 0", ErrPlan, p.TurnBack, p.OtherSideFence)
+	}
 	return nil
 }
 
@@ -449,7 +462,12 @@ func (p *Plan) episode(m, j int) *episode {
 		ep.layout = ep.scenario.Layout(ep.seed)
 	}
 	if p.TurnBack > 0 && ep.spec.Kind == behave.KindNavigate && rng.Float64() < p.TurnBack {
-		ep.spec.TurnFrom = turnFrom(ep.spec.Route, ep.scenario.Fences, rng)
+		switch {
+		case !p.TurnAtFence:
+			ep.spec.TurnFrom = turnFrom(ep.spec.Route, ep.scenario.Fences, rng)
+		case ep.scenario.Fences != nil:
+			ep.spec.TurnFrom, ep.spec.TurnAt = turnFrom(ep.spec.Route, ep.scenario.Fences, rng), FenceSight
+		}
 	}
 	return ep
 }
