@@ -63,8 +63,8 @@ its episode turns back, route clones get worse (right clone 10% at the goal, 100
 Dual-Force's weights do not choose between the two kinds of episode.
 
 --turn-at-fence (with --turn-back and --other-side-fence) keeps turning back to the fenced
-episodes, which head first for the fenced way and turn 0.25 m before the fence, with it in the
-height map: the turn is what the fence in sight causes, as the runtime's switch is.
+episodes, which head first for the fenced way and turn as the fence comes into the height map
+(0.45 m before it): the turn is what the fence in sight causes, as the runtime's switch is.
 
 The data depend only on --task, --scale, --world, --action-scale, --other-side-fence,
 --turn-back, --turn-at-fence and --seed, not on --workers. --out is checked before anything is collected (its

@@ -99,9 +99,11 @@ type Plan struct {
 }
 
 // FenceSight is how far before a fence (m, from the line across the box's centre) a navigator
-// turns back with Plan.TurnAtFence: it begins to turn about a pass radius earlier, with the fence
-// some 0.4 m ahead, inside the height map's 0.5 m and the runtime's look-ahead for walls.
-const FenceSight = 0.25
+// turns back with Plan.TurnAtFence: it begins to turn about a pass radius earlier, as the fence
+// comes into the height map's 0.5 m, where the runtime's look-ahead for walls sees it too. The
+// turn and the way across to the other side take the gait about 6 s (measured on 0.25 m: an
+// episode then passed the box after 10 s of its 12).
+const FenceSight = 0.45
 
 // SeedRule documents how episodes draw their randomness, for the manifest.
 const SeedRule = "episode j of mode m draws from math/rand/v2 PCG(seed, m<<32|j): first the layout seed (navigation), start heading and gait jitter, with other_side_fence whether the episode is fenced (and for the over route and the random policy on which side), with turn_back whether a navigator turns back (with turn_at_fence only the fenced ones; for the over route without a fence from which side), then the behaviour's own draws"
