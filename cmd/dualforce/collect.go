@@ -62,12 +62,13 @@ start-region set (docs/results.md, "episodes that turn back"): nothing in a stat
 its episode turns back, route clones get worse (right clone 10% at the goal, 100% without), and
 Dual-Force's weights do not choose between the two kinds of episode.
 
---turn-at-fence (with --turn-back and --other-side-fence) keeps turning back to the fenced
-episodes, which head first for the fenced way and turn as the fence comes into the height map
-(0.45 m before it): the turn is what the fence in sight causes, as the runtime's switch is.
+--fence-on-route (with --other-side-fence) puts the fence of the left and right routes' fenced
+episodes on their own side instead: they head for it on their way, turn as it comes into the
+height map (0.45 m before it) and go over the box. The way to a fence is then the route's own
+with or without one, and the turn is what the fence in sight causes, as the runtime's switch is.
 
 The data depend only on --task, --scale, --world, --action-scale, --other-side-fence,
---turn-back, --turn-at-fence and --seed, not on --workers. --out is checked before anything is collected (its
+--turn-back, --fence-on-route and --seed, not on --workers. --out is checked before anything is collected (its
 directory is created at the write if it does not exist).
 `
 
@@ -82,7 +83,7 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	actionScale := fs.Float64("action-scale", collect.ActionScale, "rad of joint target per unit of action")
 	otherSideFence := fs.Float64("other-side-fence", 0, "navigation: share of episodes with a fence on the side of the box their route does not take (0..1)")
 	turnBack := fs.Float64("turn-back", 0, "navigation: share of navigator episodes that head first for another way past the box and turn back at it to their own (0..1)")
-	turnAtFence := fs.Bool("turn-at-fence", false, "navigation: only the fenced episodes turn back, in sight of the fence (with -turn-back and -other-side-fence)")
+	fenceOnRoute := fs.Bool("fence-on-route", false, "navigation: the left and right routes' fenced episodes meet the fence on their own side and turn there to go over the box (with -other-side-fence)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
@@ -104,7 +105,7 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		plan.Task.World = *world // Collect checks it before it starts
 	}
 	plan.OtherSideFence = *otherSideFence // checked with the world
-	plan.TurnBack, plan.TurnAtFence = *turnBack, *turnAtFence
+	plan.TurnBack, plan.FenceOnRoute = *turnBack, *fenceOnRoute
 	expertPath := datafile.ExpertPath(*out)
 	if err := checkOutputFiles(*out, expertPath); err != nil {
 		return err

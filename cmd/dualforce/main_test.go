@@ -103,7 +103,7 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"collect", "-other-side-fence", "0.5", "-out", filepath.Join(t.TempDir(), "x.npz")}, 1, "other-side fences need a navigation world"},
 		{[]string{"collect", "-task", "navigation", "-turn-back", "-1", "-out", filepath.Join(t.TempDir(), "x.npz")}, 1, "turn-back share -1: want [0, 1]"},
 		{[]string{"collect", "-turn-back", "0.5", "-out", filepath.Join(t.TempDir(), "x.npz")}, 1, "turning back needs a navigation world"},
-		{[]string{"collect", "-task", "navigation", "-turn-back", "0.5", "-turn-at-fence", "-out", filepath.Join(t.TempDir(), "x.npz")}, 1, "turning back at a fence needs"},
+		{[]string{"collect", "-task", "navigation", "-fence-on-route", "-out", filepath.Join(t.TempDir(), "x.npz")}, 1, "fences on the route need a share of fenced episodes"},
 		{[]string{"dataset"}, 2, "missing subcommand"},
 		{[]string{"dataset", "shred"}, 2, `unknown dataset subcommand "shred"`},
 		{[]string{"dataset", "inspect"}, 2, "want 1 argument(s) after the flags, got 0"},

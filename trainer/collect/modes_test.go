@@ -265,15 +265,15 @@ func TestTurnBack(t *testing.T) {
 	}
 }
 
-// With TurnAtFence only the fenced episodes turn back, from the fenced side, in sight of the
-// fence; nothing else of an episode changes. In MuJoCo, the left and the right route going first
-// to the fence on the other side, the height map shows the fence near ahead before the turn (a
-// cell above the base: the 0.05 m box never is one), and each passes the box its own way.
-func TestTurnAtFence(t *testing.T) {
+// With FenceOnRoute the left and right routes' fenced episodes meet the fence on their own side
+// and turn there to go over the box, in sight of the fence, with the over route's climbing gait;
+// every other episode, and everything else of these, is as without. In MuJoCo the height map shows the fence near ahead before the
+// turn (a cell above the base: the 0.05 m box never is one), and both go over the box.
+func TestFenceOnRoute(t *testing.T) {
 	p := plan(t, TaskNavigation, 12, map[string]int{"left": 1, "right": 1, "over": 2})
 	p.OtherSideFence = 0.5
 	before := firstEpisodes(p)
-	p.TurnBack, p.TurnAtFence = 1, true
+	p.FenceOnRoute = true
 	if err := p.validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -281,33 +281,36 @@ func TestTurnAtFence(t *testing.T) {
 	for m, mode := range p.Modes {
 		for j := range firstEpisodeCount {
 			ep, was := p.episode(m, j), before[[2]int{m, j}]
-			want, at := behave.Route(""), 0.0
-			if f := ep.scenario.Fences; f != nil && ep.spec.Kind == behave.KindNavigate {
-				want, at = behave.RouteRight, FenceSight
-				if f.Left {
-					want = behave.RouteLeft
+			route, f := was.spec.Route, ep.scenario.Fences
+			if f == nil || (route != behave.RouteLeft && route != behave.RouteRight) {
+				if !reflect.DeepEqual(ep.layout, was.layout) || ep.spec != was.spec || ep.seed != was.seed {
+					t.Fatalf("%s episode %d: an episode without a fence on its route changed", mode.Name, j)
 				}
-				turned++
+				continue
 			}
-			if ep.spec.TurnFrom != want || ep.spec.TurnAt != at {
-				t.Fatalf("%s episode %d (fences %v): turns from %q at %v m, want %q at %v", mode.Name, j, ep.scenario.Fences, ep.spec.TurnFrom, ep.spec.TurnAt, want, at)
+			turned++
+			if f.Left != (route == behave.RouteLeft) || f.Right == f.Left {
+				t.Fatalf("%s episode %d: fences %+v, want one on its own side", mode.Name, j, *f)
 			}
-			ep.spec.TurnFrom, ep.spec.TurnAt = "", 0
-			if !reflect.DeepEqual(ep.layout, was.layout) || ep.spec != was.spec || ep.seed != was.seed {
-				t.Fatalf("%s episode %d: turning back changed the layout, the spec or the seed", mode.Name, j)
+			want := was.spec
+			want.Route, want.TurnFrom, want.TurnAt = behave.RouteOver, route, FenceSight
+			want.Gait.StepHeight += navOverStep - navigate(route).Gait.StepHeight
+			want.Gait.Climb = true
+			if ep.spec != want || ep.seed != was.seed || !reflect.DeepEqual(ep.layout.Boxes[0], was.layout.Boxes[0]) {
+				t.Fatalf("%s episode %d: spec %+v, want %+v, and the box and seed as without", mode.Name, j, ep.spec, want)
 			}
 		}
 	}
-	if turned == 0 || turned == 4*firstEpisodeCount {
-		t.Fatalf("%d of %d navigator episodes turn back, want the fenced ones, about half", turned, 4*firstEpisodeCount)
+	if turned == 0 || turned == 2*firstEpisodeCount {
+		t.Fatalf("%d of %d left and right episodes meet a fence, want about half", turned, 2*firstEpisodeCount)
 	}
 
 	p.OtherSideFence = 1
-	p.Modes = p.Modes[:2] // left and right, each heading first for the fence on the other side
+	p.Modes = p.Modes[:2] // left and right, each meeting the fence on its own side
 	o := collect(t, p)
 	for _, md := range o.Manifest.Modes {
-		if md.Episodes == 0 || md.Routes[md.Name] != md.Episodes || md.Falls != 0 {
-			t.Errorf("%s turning back at a fence: routes %v, falls %d in %d episodes, want all its own way, none",
+		if md.Episodes == 0 || md.Routes[string(behave.RouteOver)] != md.Episodes || md.Falls != 0 {
+			t.Errorf("%s meeting a fence: routes %v, falls %d in %d episodes, want all over the box, none",
 				md.Name, md.Routes, md.Falls, md.Episodes)
 		}
 	}
@@ -316,7 +319,7 @@ func TestTurnAtFence(t *testing.T) {
 	for _, ep := range episodes(o) {
 		name := o.Manifest.Modes[ep.mode].Name
 		// The turn: the step furthest out to the fenced side.
-		side := map[string]float64{"left": -1, "right": 1}[name]
+		side := map[string]float64{"left": 1, "right": -1}[name]
 		turn := ep.start
 		for i := ep.start; i < ep.end; i++ {
 			if side*float64(o.Withheld.BasePosition[3*i+1]) > side*float64(o.Withheld.BasePosition[3*turn+1]) {
@@ -334,15 +337,15 @@ func TestTurnAtFence(t *testing.T) {
 		}
 		// Turning 0.65 m before the fence line instead, it is seen 0.4-0.5 m ahead at the most.
 		if near > 0.3 {
-			t.Errorf("%s turning back at a fence: the fence in the height map %.2f m ahead at the nearest before the turn (%.2f m out, step %d), want 0.3",
+			t.Errorf("%s meeting a fence: the fence in the height map %.2f m ahead at the nearest before the turn (%.2f m out, step %d), want 0.3",
 				name, near, side*float64(o.Withheld.BasePosition[3*turn+1]), turn-ep.start)
 		}
 	}
 }
 
 // The navigation options are refused where they cannot be laid out: outside [0, 1], without a
-// box to fence or turn back at, other-side fences in a world fenced already, turning at a fence
-// without turning back or fences, and for locomotion.
+// box to fence or turn back at, other-side fences in a world fenced already, fences on the route
+// without fenced episodes or with turning back, and for locomotion.
 func TestNavigationOptionsRefused(t *testing.T) {
 	for _, bad := range []struct {
 		name string
@@ -359,8 +362,8 @@ func TestNavigationOptionsRefused(t *testing.T) {
 		{"NaN turn-back share", TaskNavigation, func(p *Plan) { p.TurnBack = math.NaN() }},
 		{"turning back without a box", TaskNavigation, func(p *Plan) { p.TurnBack, p.Task.World = 0.5, "flat" }},
 		{"locomotion turning back", TaskLocomotion, func(p *Plan) { p.TurnBack = 0.5 }},
-		{"turning at a fence without turning back", TaskNavigation, func(p *Plan) { p.OtherSideFence, p.TurnAtFence = 0.5, true }},
-		{"turning at a fence without fences", TaskNavigation, func(p *Plan) { p.TurnBack, p.TurnAtFence = 0.5, true }},
+		{"fences on the route without fences", TaskNavigation, func(p *Plan) { p.FenceOnRoute = true }},
+		{"fences on the route turning back", TaskNavigation, func(p *Plan) { p.OtherSideFence, p.TurnBack, p.FenceOnRoute = 0.5, 0.5, true }},
 	} {
 		q := plan(t, TaskNavigation, 12, map[string]int{"left": 1})
 		if bad.task == TaskLocomotion {

@@ -83,11 +83,14 @@ type Plan struct {
 	// unfenced). A runtime switch at a fence leaves the robot there, heading for the fence; with
 	// OtherSideFence that side is fenced in the data too. 0: none.
 	TurnBack float64 `json:"turn_back,omitempty"`
-	// TurnAtFence keeps turning back to the fenced episodes, which turn in sight of the fence
-	// (FenceSight before it, behave.Spec.TurnAt) from the fenced side: the turn is then what a
-	// fence in the height map causes, as the runtime's switch is, not a draw no state shows.
-	// Needs TurnBack and OtherSideFence.
-	TurnAtFence bool `json:"turn_at_fence,omitempty"`
+	// FenceOnRoute puts the fence of the left and right routes' fenced episodes (OtherSideFence
+	// is their share) on the route's own side: the navigator heads for it on its way, turns as it
+	// comes into the height map (FenceSight before it, behave.Spec.TurnFrom and TurnAt) and goes
+	// over the box instead. The way to the fence is the route's own with or without one, and the
+	// turn comes at its sight, so what the expert does at a fence follows from what its height
+	// map shows, as the runtime's switch does. The over route's fenced episodes pass a fence on
+	// a drawn side as before. Not with TurnBack.
+	FenceOnRoute bool `json:"fence_on_route,omitempty"`
 	// scenario is the built-in world of Task.World; bank lends the contract to the runtime
 	// core that runs the behaviours (its policy never runs: the behaviour is the core's actor);
 	// actions maps the behaviours' joint targets to actions.
@@ -99,14 +102,12 @@ type Plan struct {
 }
 
 // FenceSight is how far before a fence (m, from the line across the box's centre) a navigator
-// turns back with Plan.TurnAtFence: it begins to turn about a pass radius earlier, as the fence
-// comes into the height map's 0.5 m, where the runtime's look-ahead for walls sees it too. The
-// turn and the way across to the other side take the gait about 6 s (measured on 0.25 m: an
-// episode then passed the box after 10 s of its 12).
+// turns with Plan.FenceOnRoute: it begins to turn about a pass radius earlier, as the fence comes
+// into the height map's 0.5 m, where the runtime's look-ahead for walls sees it too.
 const FenceSight = 0.45
 
 // SeedRule documents how episodes draw their randomness, for the manifest.
-const SeedRule = "episode j of mode m draws from math/rand/v2 PCG(seed, m<<32|j): first the layout seed (navigation), start heading and gait jitter, with other_side_fence whether the episode is fenced (and for the over route and the random policy on which side), with turn_back whether a navigator turns back (with turn_at_fence only the fenced ones; for the over route without a fence from which side), then the behaviour's own draws"
+const SeedRule = "episode j of mode m draws from math/rand/v2 PCG(seed, m<<32|j): first the layout seed (navigation), start heading and gait jitter, with other_side_fence whether the episode is fenced (and for the over route and the random policy on which side; with fence_on_route the left and right routes' fences stand on their own side and they turn there to go over), with turn_back whether a navigator turns back (and for the over route without a fence from which side), then the behaviour's own draws"
 
 // ErrPlan reports a plan that cannot be collected.
 var ErrPlan = errors.New("collect: invalid plan")
@@ -402,16 +403,16 @@ func (p *Plan) validate() error {
 	case f > 0 && (p.Task.Name != TaskNavigation || s.Box == nil):
 		return fmt.Errorf("%w: turning back needs a navigation world with a box (world %q)", ErrPlan, s.Name)
 	}
-	if p.TurnAtFence && !(p.TurnBack > 0 && p.OtherSideFence > 0) {
-		return fmt.Errorf("%w: turning back at a fence needs a turn-back share (%v) and an other-side fence share (%v) above 0", ErrPlan, p.TurnBack, p.OtherSideFence)
+	if p.FenceOnRoute && !(p.OtherSideFence > 0 && p.TurnBack == 0) {
+		return fmt.Errorf("%w: fences on the route need a share of fenced episodes (%v) above 0 and no turning back (%v)", ErrPlan, p.OtherSideFence, p.TurnBack)
 	}
 	return nil
 }
 
-// fenceOtherSide puts a fence on the side of the box that route does not take (a side drawn
-// from rng for the over route and for none).
-func fenceOtherSide(s *worlds.Scenario, route behave.Route, rng *rand.Rand) {
-	left := route == behave.RouteRight
+// fenceSide puts a fence on the side of the box that route does not take, or with onRoute the
+// side it does (a side drawn from rng for the over route and for none).
+func fenceSide(s *worlds.Scenario, route behave.Route, onRoute bool, rng *rand.Rand) {
+	left := (route == behave.RouteLeft) == onRoute
 	if route != behave.RouteLeft && route != behave.RouteRight {
 		left = rng.IntN(2) == 0
 	}
@@ -460,16 +461,20 @@ func (p *Plan) episode(m, j int) *episode {
 	g.Period += u(jt.Period)
 	// Drawn after everything else, so that a plan without fences collects what it did before.
 	if p.OtherSideFence > 0 && rng.Float64() < p.OtherSideFence {
-		fenceOtherSide(&ep.scenario, ep.spec.Route, rng)
+		route := ep.spec.Route
+		onRoute := p.FenceOnRoute && (route == behave.RouteLeft || route == behave.RouteRight)
+		fenceSide(&ep.scenario, route, onRoute, rng)
 		ep.layout = ep.scenario.Layout(ep.seed)
+		if onRoute {
+			// The over route's climbing gait from the start: the trot's footholds do not
+			// switch to climbing mid-stride.
+			ep.spec.TurnFrom, ep.spec.Route, ep.spec.TurnAt = route, behave.RouteOver, FenceSight
+			ep.spec.Gait.StepHeight += navOverStep - navigate(route).Gait.StepHeight
+			ep.spec.Gait.Climb = true
+		}
 	}
 	if p.TurnBack > 0 && ep.spec.Kind == behave.KindNavigate && rng.Float64() < p.TurnBack {
-		switch {
-		case !p.TurnAtFence:
-			ep.spec.TurnFrom = turnFrom(ep.spec.Route, ep.scenario.Fences, rng)
-		case ep.scenario.Fences != nil:
-			ep.spec.TurnFrom, ep.spec.TurnAt = turnFrom(ep.spec.Route, ep.scenario.Fences, rng), FenceSight
-		}
+		ep.spec.TurnFrom = turnFrom(ep.spec.Route, ep.scenario.Fences, rng)
 	}
 	return ep
 }
