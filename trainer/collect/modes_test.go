@@ -9,6 +9,7 @@ import (
 	"github.com/dualforce/dualforce/sim/behave"
 	"github.com/dualforce/dualforce/sim/worlds"
 	"github.com/dualforce/dualforce/skills"
+	"github.com/dualforce/dualforce/trainer/datafile"
 )
 
 // Every clean locomotion mode does what it claims in simulation, through the whole collection
@@ -255,11 +256,7 @@ func TestTurnBack(t *testing.T) {
 	// line, which the world jitters by up to 0.2 m).
 	for _, ep := range episodes(o) {
 		side := map[string]float64{"left": -1, "right": 1}[o.Manifest.Modes[ep.mode].Name]
-		far := math.Inf(-1)
-		for i := ep.start; i < ep.end; i++ {
-			far = max(far, side*float64(o.Withheld.BasePosition[3*i+1]))
-		}
-		if far < 0.35 {
+		if _, far := furthestOut(o, ep, side); far < 0.35 {
 			t.Errorf("%s turning back: went at most %.2f m out to the other side, want 0.35", o.Manifest.Modes[ep.mode].Name, far)
 		}
 	}
@@ -267,8 +264,9 @@ func TestTurnBack(t *testing.T) {
 
 // With FenceOnRoute the left and right routes' fenced episodes meet the fence on their own side
 // and turn there to go over the box, in sight of the fence, with the over route's climbing gait;
-// every other episode, and everything else of these, is as without. In MuJoCo the height map shows the fence near ahead before the
-// turn (a cell above the base: the 0.05 m box never is one), and both go over the box.
+// every other episode, and everything else of these, is as without. In MuJoCo the height map
+// shows the fence near ahead before the turn (a cell above the base: the 0.05 m box never is
+// one), and both go over the box.
 func TestFenceOnRoute(t *testing.T) {
 	p := plan(t, TaskNavigation, 12, map[string]int{"left": 1, "right": 1, "over": 2})
 	p.OtherSideFence = 0.5
@@ -320,12 +318,7 @@ func TestFenceOnRoute(t *testing.T) {
 		name := o.Manifest.Modes[ep.mode].Name
 		// The turn: the step furthest out to the fenced side.
 		side := map[string]float64{"left": 1, "right": -1}[name]
-		turn := ep.start
-		for i := ep.start; i < ep.end; i++ {
-			if side*float64(o.Withheld.BasePosition[3*i+1]) > side*float64(o.Withheld.BasePosition[3*turn+1]) {
-				turn = i
-			}
-		}
+		turn, out := furthestOut(o, ep, side)
 		near := math.Inf(1)
 		for i := ep.start; i <= turn; i++ {
 			for k, v := range o.Data.Obs[i*dim+hm.Offset : i*dim+hm.Offset+hm.Dim] {
@@ -338,9 +331,21 @@ func TestFenceOnRoute(t *testing.T) {
 		// Turning 0.65 m before the fence line instead, it is seen 0.4-0.5 m ahead at the most.
 		if near > 0.3 {
 			t.Errorf("%s meeting a fence: the fence in the height map %.2f m ahead at the nearest before the turn (%.2f m out, step %d), want 0.3",
-				name, near, side*float64(o.Withheld.BasePosition[3*turn+1]), turn-ep.start)
+				name, near, out, turn-ep.start)
 		}
 	}
+}
+
+// furthestOut is the row of episode ep whose base lies furthest out to one side (side +1: +y,
+// the left; -1: the right), and how far out (m).
+func furthestOut(o *datafile.Offline, ep span, side float64) (row int, out float64) {
+	row, out = ep.start, math.Inf(-1)
+	for i := ep.start; i < ep.end; i++ {
+		if y := side * float64(o.Withheld.BasePosition[3*i+1]); y > out {
+			row, out = i, y
+		}
+	}
+	return row, out
 }
 
 // The navigation options are refused where they cannot be laid out: outside [0, 1], without a
