@@ -59,9 +59,10 @@ func newNavigator(spec Spec, am skills.ActionMap, l *worlds.Layout, rng *rand.Ra
 	n := &navigator{walker: w, goal: *l.Goal}
 	if spec.TurnFrom != "" {
 		turn := approachTo(box, spec.TurnFrom, spec.Clearance)[0]
-		turn[0] -= turnLead
 		if spec.TurnAt > 0 {
 			turn[0] = box.Center[0] - spec.TurnAt
+		} else {
+			turn[0] -= turnLead
 		}
 		n.waypoints = [][2]float64{turn}
 	}
