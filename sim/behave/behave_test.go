@@ -281,9 +281,33 @@ func TestNavigatorTurnsBack(t *testing.T) {
 		if err := c.Act(&State{Pos: [3]float64{turn[0], turn[1], 0.24}}, &a); err != nil || n.next != 1 {
 			t.Fatalf("%s from %s: at the turn next waypoint %d (%v), want 1", tc.route, tc.from, n.next, err)
 		}
+		if tc.route == RouteOver && tc.at > 0 {
+			// Turned beside the box, past the run-up's start, already facing the way over: it
+			// steps sideways towards the centre line and back, holding that heading, not on
+			// towards the box's face.
+			over := own[1]
+			facing := State{Pos: [3]float64{turn[0], turn[1], 0.24}, RPY: [3]float64{0, 0, math.Atan2(over[1]-turn[1], over[0]-turn[0])}}
+			if err := c.Act(&facing, &a); err != nil {
+				t.Fatal(err)
+			}
+			p, yaw := n.trot.P, facing.RPY[2]
+			vx, vy := math.Cos(yaw)*p.VX-math.Sin(yaw)*p.VY, math.Sin(yaw)*p.VX+math.Cos(yaw)*p.VY
+			if vx > 0 || vy*side >= 0 || math.Abs(p.YawRate) > 0.1 {
+				t.Fatalf("%s from %s at %v m: at the turn walking (%.2f, %.2f) m/s (world frame) turning %.2f rad/s, want back and across to the centre line, holding its heading",
+					tc.route, tc.from, tc.at, vx, vy, p.YawRate)
+			}
+		}
 		// Past its own approach along x but still on the other side: that waypoint is still ahead.
 		if err := c.Act(&State{Pos: [3]float64{own[0][0] + 0.05, turn[1], 0.24}}, &a); err != nil || n.next != 1 {
 			t.Fatalf("%s from %s: beyond its approach on the other side next waypoint %d (%v), want 1", tc.route, tc.from, n.next, err)
+		}
+		if tc.route == RouteOver {
+			// At the run-up's start but facing across the way over (as it comes from the
+			// side): it squares up before it leaves.
+			facing := State{Pos: [3]float64{own[0][0] + 0.05, own[0][1], 0.24}, RPY: [3]float64{0, 0, -side * 1.4}}
+			if err := c.Act(&facing, &a); err != nil || n.next != 1 {
+				t.Fatalf("%s from %s: on the line facing across it next waypoint %d (%v), want 1", tc.route, tc.from, n.next, err)
+			}
 		}
 		if err := c.Act(&State{Pos: [3]float64{own[0][0] + 0.05, own[0][1], 0.24}}, &a); err != nil || n.next != 2 {
 			t.Fatalf("%s from %s: beyond its approach on its side next waypoint %d (%v), want 2", tc.route, tc.from, n.next, err)

@@ -32,6 +32,14 @@ const (
 	stationSpeed = 0.15
 	// maxSideSpeed (m/s) bounds the sideways walking while the heading turns to a waypoint.
 	maxSideSpeed = 0.15
+	// A navigator that turns onto the over route beside the box walks across the way (at most
+	// mergeSpeed m/s) and back along it (mergeBack m/s) to the start of the run-up over it
+	// (gain mergeGain 1/s), and takes the way over from there (passRadius) with its heading
+	// within runUpAlign (rad) of it.
+	mergeGain  = 2.0
+	mergeSpeed = 0.25
+	mergeBack  = 0.2
+	runUpAlign = 0.15
 )
 
 // navigator steers a walker along waypoints past the box to the goal: straight at each
@@ -85,21 +93,40 @@ func (n *navigator) Act(s *State, a *[skills.NumJoints]float32) error {
 	// Waypoints are ordered along +x: one is passed once it is near or behind the base. After a
 	// turn back, the own route's approach (waypoint 1) only behind it on its own side of the box:
 	// the turn heads across the way to it and drifts forward while it does, and taking the next
-	// waypoint from the wrong side of the box would cut over it.
+	// waypoint from the wrong side of the box would cut over it. After a turn onto the over
+	// route, the run-up's start only from near it and square to the way over the box: walked
+	// onto the centre line at a slant, the base climbed the box's face across it and fell (a
+	// median 46 degrees off its axis).
+	runUp := n.spec.TurnFrom != "" && n.spec.Route == RouteOver
 	for n.next < len(n.waypoints)-1 {
 		wp := n.waypoints[n.next]
-		afterTurn := n.spec.TurnFrom != "" && n.next == 1
-		behind := x >= wp[0] && (!afterTurn || math.Abs(wp[1]-y) <= passRadius)
-		if math.Hypot(wp[0]-x, wp[1]-y) > passRadius && !behind {
+		near := math.Hypot(wp[0]-x, wp[1]-y) <= passRadius
+		var passed bool
+		switch {
+		case n.next == 1 && runUp:
+			passed = near && math.Abs(offCourse(s, n.waypoints[2])) <= runUpAlign
+		case n.next == 1 && n.spec.TurnFrom != "":
+			passed = near || x >= wp[0] && math.Abs(wp[1]-y) <= passRadius
+		default:
+			passed = near || x >= wp[0]
+		}
+		if !passed {
 			break
 		}
 		n.next++
 	}
+	if start := n.waypoints[1]; n.next == 1 && runUp && (x >= start[0] || math.Hypot(start[0]-x, start[1]-y) <= passRadius) {
+		// Beside the box (it turned within sight of it) or at the run-up's start: step
+		// sideways and back to the start, squaring up to the way over on the way.
+		vx := min(max(mergeGain*(start[0]-x), -mergeBack), mergeBack)
+		vy := min(max(mergeGain*(start[1]-y), -mergeSpeed), mergeSpeed)
+		c, sn := math.Cos(yaw), math.Sin(yaw)
+		return n.drive(s, c*vx+sn*vy, -sn*vx+c*vy, n.yawRate(offCourse(s, n.waypoints[2])), a)
+	}
 	wp := n.waypoints[n.next]
 	bearing := math.Atan2(wp[1]-y, wp[0]-x) + n.wander()
 	e := wrap(bearing - yaw)
-	maxRate := n.spec.Gait.YawRate
-	yawRate := min(max(n.spec.HeadingGain*e, -maxRate), maxRate)
+	yawRate := n.yawRate(e)
 	// Walk towards the waypoint in the base frame, sideways too while the heading catches up,
 	// and slow down on the final approach so the goal is not overrun.
 	speed := n.spec.Gait.VX
@@ -108,6 +135,17 @@ func (n *navigator) Act(s *State, a *[skills.NumJoints]float32) error {
 	}
 	side := min(max(speed*math.Sin(e), -maxSideSpeed), maxSideSpeed)
 	return n.drive(s, speed*max(0, math.Cos(e)), side, yawRate, a)
+}
+
+// offCourse is how far (rad) the heading of s is off the bearing to waypoint wp.
+func offCourse(s *State, wp [2]float64) float64 {
+	return wrap(math.Atan2(wp[1]-s.Pos[1], wp[0]-s.Pos[0]) - s.RPY[2])
+}
+
+// yawRate turns the heading towards a bearing e (rad) off it, within the gait's turning rate.
+func (n *navigator) yawRate(e float64) float64 {
+	maxRate := n.spec.Gait.YawRate
+	return min(max(n.spec.HeadingGain*e, -maxRate), maxRate)
 }
 
 // approachTo returns the two waypoints of route past box: before and after it, beside it at
