@@ -123,6 +123,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	switching := fs.Bool("switching", false, "let the runtime switch navigation skills at obstacles")
 	restart := fs.Duration("switch-restart", core.DefaultSwitchConfig().Restart, "with --switching: hand over at a standstill held this long (the runtime's transitions.restart; 0 blends)")
 	stallAfter := fs.Duration("stall-after", core.DefaultSwitchConfig().StallAfter, "with --switching: no progress towards the goal this long blocks the route (obstacle_switching.stall_after; 0 turns it off)")
+	keepMeasured := fs.Bool("keep-measured", core.DefaultSwitchConfig().KeepMeasured, "with --switching: a skill measured to get through the matching fenced world itself at least as well as any candidate keeps running at the wall (obstacle_switching.keep_measured)")
 	noise := fs.Bool("noise", false, "simulate sensor noise (encoders, IMU, mocap)")
 	hostDelay := fs.Duration("host-delay", 0, "leave each robot lying with its motors off this long before the runtime connects and stands it up, as a robot powered on before its runtime starts, a real Solo12 (0: connected at power-on, standing, as the data were collected)")
 	discount := fs.Float64("sf-discount", 1, "weight of state k in the online SFs is discount^k (1: the episode mean)")
@@ -168,7 +169,9 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return usagef("--stall-after %v, --switch-restart %v, --host-delay %v: want non-negative durations", *stallAfter, *restart, *hostDelay)
 	}
 	cfg.HostDelay = *hostDelay
-	cfg.Core = func(c *core.Config) { c.Switching.Restart, c.Switching.StallAfter = *restart, *stallAfter }
+	cfg.Core = func(c *core.Config) {
+		c.Switching.Restart, c.Switching.StallAfter, c.Switching.KeepMeasured = *restart, *stallAfter, *keepMeasured
+	}
 	if *noise {
 		cfg.Noise = sensorNoise
 	}

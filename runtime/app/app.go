@@ -310,7 +310,7 @@ func coreConfig(cfg config.Config, opts Options, bank *skills.Bank) (core.Config
 	o := &cfg.Obstacle
 	cc.Switching.Enabled, cc.Switching.Clearance, cc.Switching.Cooldown = o.Enabled, o.ClearanceM, o.Cooldown
 	cc.Switching.StallAfter, cc.Switching.MinProgress, cc.Switching.GoalRadius = o.StallAfter, o.MinProgressM, o.GoalRadiusM
-	cc.Switching.Detour = o.DetourM
+	cc.Switching.Detour, cc.Switching.KeepMeasured = o.DetourM, o.KeepMeasured
 	cc.Blend, cc.RecallMaxDistance = cfg.Transitions.Blend, cfg.Recall.MaxDistance
 	cc.Switching.Restart = cfg.Transitions.Restart
 	return cc, nil

@@ -169,6 +169,10 @@ type Obstacle struct {
 	// round a fence); 0: only getting closer counts.
 	DetourM     float64 `yaml:"detour_m"`
 	GoalRadiusM float64 `yaml:"goal_radius_m"` // once within this distance of the goal, no stall until the next goal
+	// KeepMeasured lets a skill whose way round a wall blocks run on when it was measured to
+	// get through the matching fenced world by itself at least as well as any candidate after
+	// a switch there (a skill that reacts to the fence); a stall still switches.
+	KeepMeasured bool `yaml:"keep_measured"`
 }
 
 // Navigation is what a navigation bank's skills run to before an operator sends a goal.
@@ -239,7 +243,7 @@ func Default() Config {
 		Metrics:  Metrics{Listen: DefaultMetricsListen},
 		Recorder: Recorder{Dir: DefaultRecorderDir, MaxFileMB: DefaultRecorderMaxFileMB, MaxFiles: DefaultRecorderMaxFiles, MaxFileDuration: DefaultRecorderMaxDuration},
 		Obstacle: Obstacle{ClearanceM: sw.Clearance, Cooldown: sw.Cooldown, StallAfter: sw.StallAfter,
-			MinProgressM: sw.MinProgress, DetourM: sw.Detour, GoalRadiusM: sw.GoalRadius},
+			MinProgressM: sw.MinProgress, DetourM: sw.Detour, GoalRadiusM: sw.GoalRadius, KeepMeasured: sw.KeepMeasured},
 		Transitions: Transitions{Blend: core.DefaultBlend, Restart: sw.Restart},
 		Recall:      Recall{MaxDistance: core.DefaultRecallMaxDistance},
 	}

@@ -73,8 +73,12 @@ func (c *Core) autoSwitch(now time.Duration, w where, hm *[skills.HeightMapPoint
 	switch outcome {
 	case keepSkill:
 		return
-	case noCandidate:
-		c.emit(corebus.Event{Kind: corebus.EventRouteBlocked, From: c.active, To: c.active, Reason: reasonNoCandidate, Switch: c.report})
+	case noCandidate, keptMeasured:
+		reason := reasonNoCandidate
+		if outcome == keptMeasured {
+			reason = reasonKept
+		}
+		c.emit(corebus.Event{Kind: corebus.EventRouteBlocked, From: c.active, To: c.active, Reason: reason, Switch: c.report})
 		return
 	}
 	from := c.active

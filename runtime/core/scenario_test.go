@@ -398,25 +398,32 @@ func num(v float32) string {
 	return strconv.FormatFloat(float64(v), 'f', 3, 32)
 }
 
+// describeReport renders what a switch, or a route found blocked, weighed.
+func describeReport(r *corebus.SwitchReport) string {
+	s := fmt.Sprintf("\n          trigger=%s blocked=%v world=%s considered=%d", r.Trigger, r.Blocked.Names(), r.World, r.Considered)
+	if r.Chosen != "" {
+		s += fmt.Sprintf(" chosen=%q", r.Chosen)
+	}
+	for _, c := range r.Listed() {
+		s += fmt.Sprintf("\n          candidate %d success=%s sf_distance=%s", c.Index, num(c.Success), num(c.Distance))
+		if c.AfterSwitch {
+			s += " (success after a switch)"
+		}
+	}
+	return s
+}
+
 // describe renders an event for the golden file.
 func describe(ev *corebus.Event) string {
 	switch ev.Kind {
 	case corebus.EventSkillSwitch:
 		s := fmt.Sprintf("skill_switch %s -> %s reason=%q", skillName(ev.From), skillName(ev.To), ev.Reason)
-		if r := &ev.Switch; r.Trigger != corebus.TriggerNone {
-			s += fmt.Sprintf("\n          trigger=%s blocked=%v world=%s considered=%d chosen=%q", r.Trigger, r.Blocked.Names(), r.World, r.Considered, r.Chosen)
-			for _, c := range r.Listed() {
-				s += fmt.Sprintf("\n          candidate %d success=%s sf_distance=%s", c.Index, num(c.Success), num(c.Distance))
-				if c.AfterSwitch {
-					s += " (success after a switch)"
-				}
-			}
+		if ev.Switch.Trigger != corebus.TriggerNone {
+			s += describeReport(&ev.Switch)
 		}
 		return s
 	case corebus.EventRouteBlocked:
-		r := &ev.Switch
-		return fmt.Sprintf("route_blocked %s reason=%q\n          trigger=%s blocked=%v world=%s considered=%d",
-			skillName(ev.From), ev.Reason, r.Trigger, r.Blocked.Names(), r.World, r.Considered)
+		return fmt.Sprintf("route_blocked %s reason=%q", skillName(ev.From), ev.Reason) + describeReport(&ev.Switch)
 	case corebus.EventCommandDone:
 		s := fmt.Sprintf("command_done %s id=%s ok=%v", ev.Command.Kind, ev.Command.ID, ev.OK)
 		if ev.Reason != "" {
@@ -493,6 +500,8 @@ func (s *scenario) directive(f []string) error {
 				s.cfg.Settle = d
 			case "cooldown":
 				s.cfg.Switching.Cooldown = d
+			case "keep":
+				s.cfg.Switching.KeepMeasured, _ = strconv.ParseBool(v)
 			case "skill":
 				s.cfg.Skill, _ = strconv.Atoi(v)
 			case "failed":

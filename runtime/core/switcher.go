@@ -40,6 +40,11 @@ type SwitchConfig struct {
 	// zero). Skills are trained on episodes that start standing; taken over mid-stride beside a
 	// wall, a skill meets a state its data never showed.
 	Restart time.Duration
+	// KeepMeasured lets a skill whose route a wall blocks run on when it was measured to get
+	// through the matching evaluation world itself (its goal rate there from the start: it
+	// met the same wall on its own) at least as well as any candidate after a switch there: a
+	// skill that reacts to the wall is not taken off it. A stall still switches.
+	KeepMeasured bool
 }
 
 // DefaultSwitchConfig switches on 0.3 m walls within 0.5 m, or after 3 s without getting 0.1 m
@@ -54,7 +59,7 @@ func DefaultSwitchConfig() SwitchConfig {
 	return SwitchConfig{
 		Enabled: true, Clearance: 0.3, Ahead: 0.5, Cooldown: time.Second,
 		StallAfter: 3 * time.Second, MinProgress: 0.1, Detour: 0.2, GoalRadius: 0.25,
-		Restart: 500 * time.Millisecond,
+		Restart: 500 * time.Millisecond, KeepMeasured: true,
 	}
 }
 
@@ -160,18 +165,21 @@ const (
 	chosenBankOrder   = "nothing measured: first clear route in bank order"
 	// chosenStalledRoute: no route clear; the best (as above) on a route only a stall ruled out.
 	chosenStalledRoute = "no clear route: the best candidate on a route ruled out only by a stall"
+	chosenKept         = "the running skill: its measured success from the start in the matching world is the highest"
 	reasonObstacle     = "obstacle blocks the current skill's route"
 	reasonNoProgress   = "no progress towards the goal: the current skill's route counts as blocked"
 	reasonNoCandidate  = "the current skill's route is blocked and no latent that passed evaluation is measured on a clear route: the skill keeps running"
+	reasonKept         = "the current skill's route is blocked, but it was measured to get through the matching world better than any candidate: it keeps running"
 )
 
 // switchOutcome is what next decided.
 type switchOutcome uint8
 
 const (
-	keepSkill   switchOutcome = iota // nothing blocks the running skill (or a cooldown runs)
-	switchSkill                      // give way to the returned latent
-	noCandidate                      // blocked, with nowhere to go: reported once per blocked set
+	keepSkill    switchOutcome = iota // nothing blocks the running skill (or a cooldown runs)
+	switchSkill                       // give way to the returned latent
+	noCandidate                       // blocked, with nowhere to go: reported once per blocked set
+	keptMeasured                      // blocked, measured to get through: reported once per blocked set
 )
 
 // Switcher picks a skill whose route is clear when the running one's is blocked.
@@ -206,6 +214,9 @@ type Switcher struct {
 	// goal or run), so that a robot stuck for a while reports it once, not every cooldown.
 	reported        bool
 	reportedBlocked corebus.Routes
+	// kept: the running skill was last kept at a wall on the strength of its measured success
+	// (KeepMeasured); a stall then outranks the wall as the trigger.
+	kept bool
 }
 
 // corridor is the half width (m) of the band along the line to the goal in which a wall the
@@ -231,7 +242,7 @@ func (s *Switcher) restartProgress() { s.tracking = false }
 
 // newRoute forgets the route and what blocked it: a new goal or run.
 func (s *Switcher) newRoute() {
-	s.routeSet, s.seen, s.stalls, s.arrived, s.reported = false, 0, 0, false, false
+	s.routeSet, s.seen, s.stalls, s.arrived, s.reported, s.kept = false, 0, 0, false, false, false
 	s.restartProgress()
 }
 
@@ -341,7 +352,8 @@ func (s *Switcher) next(now time.Duration, m Measured, latents int, active coreb
 	}
 	cur := m.Route(active.Index)
 	switch {
-	case cur != 0 && s.seen&cur != 0:
+	case cur != 0 && s.seen&cur != 0 && !(stalled && s.kept):
+		// (A skill kept running at a wall that then stalls gives way for the stall.)
 		rep.Trigger = corebus.TriggerObstacle
 	case stalled:
 		rep.Trigger = corebus.TriggerNoProgress
@@ -364,22 +376,47 @@ func (s *Switcher) next(now time.Duration, m Measured, latents int, active coreb
 		triedStalled = true
 	}
 	s.last, s.armed = now, true
-	s.restartProgress()
-	if rep.Considered == 0 {
-		// Nothing to switch to: try again after a cooldown rather than on every policy tick, and
-		// say so when what is blocked has changed.
+	// Only a wall the matching world's fences stand for (one on the skill's way round) was met
+	// in the measurement; a stall says the skill does not get through, whatever was measured.
+	s.kept = s.cfg.KeepMeasured && rep.Trigger == corebus.TriggerObstacle &&
+		cur&s.seen&(corebus.RouteLeft|corebus.RouteRight) != 0 && keepRunning(m, active.Index, rep)
+	if rep.Considered == 0 || s.kept {
+		// Nothing to switch to, or nothing measured to do better: try again after a cooldown
+		// rather than on every policy tick, and say so when what is blocked has changed. The
+		// progress check runs on: the skill kept must still get somewhere.
 		if s.reported && s.reportedBlocked == blocked {
 			return 0, keepSkill
 		}
 		s.reported, s.reportedBlocked = true, blocked
+		if s.kept {
+			rep.Chosen = chosenKept
+			return 0, keptMeasured
+		}
 		return 0, noCandidate
 	}
+	s.restartProgress()
 	rep.Chosen = whyChosen(rep)
 	if triedStalled {
 		rep.Chosen = chosenStalledRoute
 	}
 	s.reported = false
 	return int(rep.Candidates[0].Index), switchSkill
+}
+
+// keepRunning reports that the active latent, which passed evaluation, was measured to reach
+// the goal from the start in the world matching what blocks it (rep.World: it met the same wall
+// there on its own) at least as often as the best of rep's candidates after a switch there (or
+// from the start where that was not measured), or that no candidate's success is measured. It
+// then heads rep's candidates, the one chosen.
+func keepRunning(m Measured, active int, rep *corebus.SwitchReport) bool {
+	own, ok := m.Success(active, rep.World)
+	if !ok || !m.Passed(active) || rep.Considered > 0 && rep.Candidates[0].Success > float32(own) {
+		return false
+	}
+	copy(rep.Candidates[1:], rep.Candidates[:corebus.MaxReportedCandidates-1])
+	rep.Candidates[0] = corebus.Candidate{Index: int32(active), Success: float32(own), Distance: 0}
+	rep.Considered++
+	return true
 }
 
 // rankCandidates puts in rep every latent other than the active one that passed evaluation

@@ -128,6 +128,13 @@ func AfterSwitch(ctx context.Context, cfg Config, bank *skills.Bank, worldNames 
 	for _, w := range runs {
 		run := cfg
 		run.Scenario, run.Switching, run.Paths, run.Traces = w.scenario, true, 0, false
+		run.Core = func(c *core.Config) {
+			if cfg.Core != nil {
+				cfg.Core(c)
+			}
+			// What is measured is the switch: a start latent kept at the fence measures nothing.
+			c.Switching.KeepMeasured = false
+		}
 		if cfg.Progress != nil {
 			run.Progress = func(n, _ int) { cfg.Progress(done+n, total) }
 		}
