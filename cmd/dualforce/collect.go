@@ -63,12 +63,12 @@ its episode turns back, route clones get worse (right clone 10% at the goal, 100
 Dual-Force's weights do not choose between the two kinds of episode.
 
 --fence-on-route (with --other-side-fence) puts the fence of the left and right routes' fenced
-episodes on their own side instead: they head for it on their way, turn as it comes into the
-height map (0.45 m before it) and go over the box. The way to a fence is then the route's own
-with or without one, and the turn is what the fence in sight causes, as the runtime's switch is.
-Measured at 0.5 on the start-region set (docs/results.md, "an expert that meets the fence"): a
-clone of the expert turns at the fence and goes over by itself (17 of 30 rollouts with the right
-side fenced) but falls on that way as the data's expert does (12 of 30).
+episodes on their own side instead: they head for it on their way, turn in sight of it (0.3 m
+before it), step across and back to a run-up on the box's centre line and go over the box. The
+way to a fence is then the route's own with or without one, and the turn is what the fence in
+sight causes, as the runtime's switch is. Measured at 0.5 on the start-region set
+(docs/results.md, "an expert that meets the fence"): a clone of the expert turns at the fence
+and goes over by itself (20 of 30 rollouts at the goal with its side fenced, 4 falls).
 
 The data depend only on --task, --scale, --world, --action-scale, --other-side-fence,
 --turn-back, --fence-on-route and --seed, not on --workers. --out is checked before anything
