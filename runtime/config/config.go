@@ -169,9 +169,10 @@ type Obstacle struct {
 	// round a fence); 0: only getting closer counts.
 	DetourM     float64 `yaml:"detour_m"`
 	GoalRadiusM float64 `yaml:"goal_radius_m"` // once within this distance of the goal, no stall until the next goal
-	// KeepMeasured lets a skill whose way round a wall blocks run on when it was measured to
-	// get through the matching fenced world by itself at least as well as any candidate after
-	// a switch there (a skill that reacts to the fence); a stall still switches.
+	// KeepMeasured lets the skill that started the run, when a wall blocks its way round, run on
+	// if it was measured to get through the matching fenced world by itself at least as well as
+	// any candidate after a switch there (a skill that reacts to the fence); a stall still
+	// switches.
 	KeepMeasured bool `yaml:"keep_measured"`
 }
 

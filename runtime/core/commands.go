@@ -113,7 +113,7 @@ func (c *Core) applySkill(now time.Duration, sel *corebus.SkillSelection) (bool,
 // switched finishes a switch an operator asked for: blend into the new skill and report it.
 func (c *Core) switched(now time.Duration, from corebus.ActiveSkill, reason string) {
 	c.beginBlend(now)
-	c.switcher.restartProgress()
+	c.switcher.handOver()
 	ev := eventSwitch(from, c.active, reason)
 	ev.Recalled = c.recalled
 	c.emit(ev)

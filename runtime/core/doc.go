@@ -24,10 +24,10 @@
 // that only a stall ruled out (no wall seen on it) is tried again with another of its latents:
 // a stall says one skill got nowhere, a wall that nothing gets through. With no candidate at
 // all, an EventRouteBlocked once per set of blocked routes, and the skill keeps running; the
-// same (SwitchConfig.KeepMeasured) when a wall on the skill's way round meets a skill measured
-// to reach the goal from the start in the matching fenced world at least as often as any
-// candidate after a switch there: a skill that reacts to the fence by itself is not taken off
-// it, until a stall says it does not get through after all. What
+// same (SwitchConfig.KeepMeasured) when a wall on the skill's way round meets the skill that
+// started the run, measured to reach the goal from the start in the matching fenced world at
+// least as often as any candidate after a switch there: a skill that reacts to the fence by
+// itself is not taken off it, until a stall says it does not get through after all. What
 // evaluation measured per latent reaches the core through the Measured interface, the FRE
 // encoder through RewardEncoder (the bank's own by default); a reward is FRE-encoded when its command is offered, in the
 // offering goroutine, because an encode takes milliseconds.
