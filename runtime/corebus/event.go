@@ -123,7 +123,7 @@ type SwitchReport struct {
 	Trigger    SwitchTrigger
 	Blocked    Routes // routes the height map or the stall ruled out
 	World      string // the fenced evaluation world matching Blocked, whose success rates ranked
-	Considered int    // latents that passed the filter and whose route is clear
+	Considered int    // latents that passed the filter and whose route is clear (and a running skill kept: listed first)
 	Candidates [MaxReportedCandidates]Candidate
 	Chosen     string // why the first candidate won
 }
