@@ -170,7 +170,7 @@ const (
 	reasonObstacle     = "obstacle blocks the current skill's route"
 	reasonNoProgress   = "no progress towards the goal: the current skill's route counts as blocked"
 	reasonNoCandidate  = "the current skill's route is blocked and no latent that passed evaluation is measured on a clear route: the skill keeps running"
-	reasonKept         = "the current skill's route is blocked, but it was measured to get through the matching world better than any candidate: it keeps running"
+	reasonKept         = "the current skill's route is blocked, but it was measured to get through the matching world at least as well as any candidate: it keeps running"
 )
 
 // switchOutcome is what next decided.
