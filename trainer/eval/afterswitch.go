@@ -128,13 +128,7 @@ func AfterSwitch(ctx context.Context, cfg Config, bank *skills.Bank, worldNames 
 	for _, w := range runs {
 		run := cfg
 		run.Scenario, run.Switching, run.Paths, run.Traces = w.scenario, true, 0, false
-		run.Core = func(c *core.Config) {
-			if cfg.Core != nil {
-				cfg.Core(c)
-			}
-			// What is measured is the switch: a start latent kept at the fence measures nothing.
-			c.Switching.KeepMeasured = false
-		}
+		run.Core = measuringSwitches(cfg.Core)
 		if cfg.Progress != nil {
 			run.Progress = func(n, _ int) { cfg.Progress(done+n, total) }
 		}
@@ -150,6 +144,18 @@ func AfterSwitch(ctx context.Context, cfg Config, bank *skills.Bank, worldNames 
 	}
 	out.Rates = counts.rates()
 	return out, nil
+}
+
+// measuringSwitches is the core's configuration for runs after a switch: the caller's
+// adjustments, with keep_measured off. What is measured is the switch: a start latent kept
+// at the fence measures nothing.
+func measuringSwitches(adjust func(*core.Config)) func(*core.Config) {
+	return func(c *core.Config) {
+		if adjust != nil {
+			adjust(c)
+		}
+		c.Switching.KeepMeasured = false
+	}
 }
 
 // afterSwitchCounts tallies rollouts by the latent their first switch went to and the world

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/dualforce/dualforce/runtime/core"
 	"github.com/dualforce/dualforce/skills"
@@ -59,6 +60,25 @@ func TestAfterSwitchCountsTheSwitchesToEachCandidate(t *testing.T) {
 	}
 	if _, err := AfterSwitch(t.Context(), cfg, bank, nil); !errors.Is(err, ErrConfig) {
 		t.Fatalf("a bank with no start latent: %v", err)
+	}
+}
+
+// Runs after a switch keep the caller's core settings but never keep the start latent at a
+// wall, whatever the caller asked: the switch is what they measure.
+func TestMeasuringSwitchesTurnsKeepingOff(t *testing.T) {
+	caller := func(c *core.Config) { c.Switching.KeepMeasured, c.Switching.StallAfter = true, 7*time.Second }
+	unchanged, adjusted := core.DefaultSwitchConfig(), core.DefaultSwitchConfig()
+	adjusted.StallAfter = 7 * time.Second
+	for _, tc := range []struct {
+		adjust func(*core.Config)
+		want   core.SwitchConfig
+	}{{nil, unchanged}, {caller, adjusted}} {
+		c := core.Config{Switching: core.DefaultSwitchConfig()}
+		measuringSwitches(tc.adjust)(&c)
+		tc.want.KeepMeasured = false
+		if c.Switching != tc.want {
+			t.Errorf("switch settings %+v, want %+v", c.Switching, tc.want)
+		}
 	}
 }
 
