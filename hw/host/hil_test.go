@@ -133,13 +133,12 @@ func TestHardwareInTheLoop(t *testing.T) {
 		if err := h1.Receive(&in); err != nil {
 			t.Fatal(err)
 		}
-		if !watchdogHasFired(h1.Drivers(&in)) {
-			if time.Now().After(deadline) {
-				t.Fatalf("after %d sensor packets of silence: %v, want motors disabled by the board's ERROR state", disabledAfter, h1.Drivers(&in))
-			}
-			continue
+		if watchdogHasFired(h1.Drivers(&in)) {
+			break
 		}
-		break
+		if time.Now().After(deadline) {
+			t.Fatalf("after %d sensor packets of silence: %v, want motors disabled by the board's ERROR state", disabledAfter, h1.Drivers(&in))
+		}
 	}
 	if disabledAfter < 19 {
 		t.Fatalf("motors disabled after %d sensor packets of silence, want 19 or more: the watchdog's 20 ticks", disabledAfter)
