@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dualforce/dualforce/runtime/core"
 	"github.com/dualforce/dualforce/skills"
 	"github.com/dualforce/dualforce/skills/skillstest"
 	"github.com/dualforce/dualforce/trainer/collect"
@@ -109,6 +110,47 @@ func TestEvalWritesGoalRatesIntoTheBank(t *testing.T) {
 	}
 	if out := mustRun(t, "bank", "inspect", written); !strings.Contains(out, "clamped to +-5") {
 		t.Errorf("bank inspect does not show the clip:\n%s", out)
+	}
+}
+
+// The switching flags reach the rollouts' cores: eval.json records the settings the core
+// switched by, and a run with switching off records none.
+func TestEvalRecordsTheSwitchingSettings(t *testing.T) {
+	dir := t.TempDir()
+	nav := skillstest.Contract(t, skills.Navigation171())
+	nav.Kp, nav.Kd, nav.EpisodeSeconds = collect.Kp, collect.Kd, 12
+	bankPath := filepath.Join(dir, "nav.npz")
+	if err := skills.WriteBank(bankPath, skillstest.Constant(t, nav, [skills.NumJoints]float32{})); err != nil {
+		t.Fatal(err)
+	}
+	def := core.DefaultSwitchConfig()
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		want  *eval.SwitchSettings
+	}{
+		{"switching off", nil, nil},
+		{"defaults", []string{"--switching"}, &eval.SwitchSettings{ClearanceM: def.Clearance, AheadM: def.Ahead, CooldownS: def.Cooldown.Seconds(),
+			StallAfterS: def.StallAfter.Seconds(), MinProgressM: def.MinProgress, DetourM: def.Detour, GoalRadiusM: def.GoalRadius,
+			RestartS: def.Restart.Seconds(), KeepMeasured: true}},
+		{"flags", []string{"--switching", "--keep-measured=false", "--stall-after", "2s", "--switch-restart", "0"},
+			&eval.SwitchSettings{ClearanceM: def.Clearance, AheadM: def.Ahead, CooldownS: def.Cooldown.Seconds(),
+				StallAfterS: 2, MinProgressM: def.MinProgress, DetourM: def.Detour, GoalRadiusM: def.GoalRadius}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))
+			args := append([]string{"eval", "--bank", bankPath, "--task", "navigation", "--rollouts", "1", "--seconds", "0.2", "--out", out, "--quiet"}, tc.flags...)
+			if code, _, stderr := dualforce(args...); code != 0 {
+				t.Fatalf("eval exited %d: %s", code, stderr)
+			}
+			res, err := eval.ReadResult(filepath.Join(out, "eval.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := res.Switching; (got == nil) != (tc.want == nil) || got != nil && *got != *tc.want {
+				t.Fatalf("eval.json switching %+v, want %+v", got, tc.want)
+			}
+		})
 	}
 }
 

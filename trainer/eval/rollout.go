@@ -159,6 +159,17 @@ func rolloutDraw(seed uint64, k int, startYaw float64) (worldSeed uint64, yaw fl
 	return worldSeed, yaw
 }
 
+// setCore gives a rollout's core the evaluation's settings (the start latent and goal are the
+// rollout's own): every rollout's, and the switching settings Evaluate records.
+func (cfg *Config) setCore(c *core.Config) {
+	c.StandUp = cfg.StandUp
+	c.Velocity = [3]float64{float64(cfg.Task.Command[0]), float64(cfg.Task.Command[1]), float64(cfg.Task.Command[2])}
+	c.Switching.Enabled = cfg.Switching
+	if cfg.Core != nil {
+		cfg.Core(c)
+	}
+}
+
 // job is everything one rollout needs; the shared parts are read-only.
 type job struct {
 	cfg       *Config
@@ -180,13 +191,8 @@ func (j *job) run(ctx context.Context) (ro Rollout, err error) {
 	goal := cfg.Task.Goal(layout)
 	r, err := rig.New(j.subject.Bank, cfg.robot(&sc, seed), func(c *core.Config) {
 		c.Skill = j.subject.Latent
-		c.StandUp = cfg.StandUp
-		c.Velocity = [3]float64{float64(cfg.Task.Command[0]), float64(cfg.Task.Command[1]), float64(cfg.Task.Command[2])}
 		c.Goal = goal
-		c.Switching.Enabled = cfg.Switching
-		if cfg.Core != nil {
-			cfg.Core(c)
-		}
+		cfg.setCore(c)
 	})
 	if err != nil {
 		return ro, err
