@@ -82,8 +82,7 @@ func TestEval(t *testing.T) {
 // rollout got past the box), and the --obs-clip it ran with.
 func TestEvalWritesGoalRatesIntoTheBank(t *testing.T) {
 	dir := t.TempDir()
-	nav := skillstest.Contract(t, skills.Navigation171())
-	nav.Kp, nav.Kd, nav.EpisodeSeconds = collect.Kp, collect.Kd, 12
+	nav := navigationContract(t)
 	bankPath, written := filepath.Join(dir, "nav.npz"), filepath.Join(dir, "evaluated.npz")
 	bank := skillstest.Constant(t, nav, [skills.NumJoints]float32{})
 	bank.Latents[0].Info.Tags = []string{eval.TagLeft}
@@ -113,16 +112,31 @@ func TestEvalWritesGoalRatesIntoTheBank(t *testing.T) {
 	}
 }
 
+// navigationContract is a navigation bank's contract with the gains the data are collected
+// with and the task's 12 s episodes.
+func navigationContract(t *testing.T) skills.Contract {
+	t.Helper()
+	c := skillstest.Contract(t, skills.Navigation171())
+	c.Kp, c.Kd, c.EpisodeSeconds = collect.Kp, collect.Kd, 12
+	return c
+}
+
+// writeStandingNavigationBank writes a navigation bank whose one latent stands still to
+// dir/nav.npz and returns the path.
+func writeStandingNavigationBank(t *testing.T, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "nav.npz")
+	if err := skills.WriteBank(path, skillstest.Constant(t, navigationContract(t), [skills.NumJoints]float32{})); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // The switching flags reach the rollouts' cores: eval.json records the settings the core
 // switched by, and a run with switching off records none.
 func TestEvalRecordsTheSwitchingSettings(t *testing.T) {
 	dir := t.TempDir()
-	nav := skillstest.Contract(t, skills.Navigation171())
-	nav.Kp, nav.Kd, nav.EpisodeSeconds = collect.Kp, collect.Kd, 12
-	bankPath := filepath.Join(dir, "nav.npz")
-	if err := skills.WriteBank(bankPath, skillstest.Constant(t, nav, [skills.NumJoints]float32{})); err != nil {
-		t.Fatal(err)
-	}
+	bankPath := writeStandingNavigationBank(t, dir)
 	def := core.DefaultSwitchConfig()
 	for _, tc := range []struct {
 		name  string
@@ -162,8 +176,7 @@ func TestEvalRecordsTheSwitchingSettings(t *testing.T) {
 // known: the unfenced world).
 func TestEvalMeasuresGoalRatesAfterASwitch(t *testing.T) {
 	dir := t.TempDir()
-	nav := skillstest.Contract(t, skills.Navigation171())
-	nav.Kp, nav.Kd, nav.EpisodeSeconds = collect.Kp, collect.Kd, 12
+	nav := navigationContract(t)
 	bankPath, written, out := filepath.Join(dir, "nav.npz"), filepath.Join(dir, "evaluated.npz"), filepath.Join(dir, "out")
 	var still [skills.NumJoints]float32
 	bank := skillstest.ConstantSlots(t, nav, still, still)

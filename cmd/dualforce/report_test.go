@@ -5,10 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/dualforce/dualforce/skills"
-	"github.com/dualforce/dualforce/skills/skillstest"
-	"github.com/dualforce/dualforce/trainer/collect"
 )
 
 func TestReportCommand(t *testing.T) {
@@ -54,12 +50,7 @@ func TestReportCommand(t *testing.T) {
 // and the top-down paths eval kept.
 func TestEvalFencesThenReport(t *testing.T) {
 	dir := t.TempDir()
-	c := skillstest.Contract(t, skills.Navigation171())
-	c.Kp, c.Kd, c.EpisodeSeconds = collect.Kp, collect.Kd, 12
-	bankPath := filepath.Join(dir, "bank.npz")
-	if err := skills.WriteBank(bankPath, skillstest.Constant(t, c, [skills.NumJoints]float32{})); err != nil {
-		t.Fatal(err)
-	}
+	bankPath := writeStandingNavigationBank(t, dir)
 	run := filepath.Join(dir, "navrun")
 	code, stdout, stderr := dualforce("eval", "--bank", bankPath, "--task", "navigation", "--rollouts", "1", "--seconds", "0.5",
 		"--fences", "--paths", "1", "--out", filepath.Join(run, "eval"), "--quiet")
