@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dualforce/dualforce/runtime/core"
 	"github.com/dualforce/dualforce/skills"
@@ -138,18 +139,16 @@ func TestEvalRecordsTheSwitchingSettings(t *testing.T) {
 	dir := t.TempDir()
 	bankPath := writeStandingNavigationBank(t, dir)
 	def := core.DefaultSwitchConfig()
+	changed := def
+	changed.StallAfter, changed.Restart, changed.KeepMeasured = 2*time.Second, 0, false
 	for _, tc := range []struct {
 		name  string
 		flags []string
-		want  *eval.SwitchSettings
+		want  *core.SwitchConfig
 	}{
 		{"switching off", nil, nil},
-		{"defaults", []string{"--switching"}, &eval.SwitchSettings{ClearanceM: def.Clearance, AheadM: def.Ahead, CooldownS: def.Cooldown.Seconds(),
-			StallAfterS: def.StallAfter.Seconds(), MinProgressM: def.MinProgress, DetourM: def.Detour, GoalRadiusM: def.GoalRadius,
-			RestartS: def.Restart.Seconds(), KeepMeasured: true}},
-		{"flags", []string{"--switching", "--keep-measured=false", "--stall-after", "2s", "--switch-restart", "0"},
-			&eval.SwitchSettings{ClearanceM: def.Clearance, AheadM: def.Ahead, CooldownS: def.Cooldown.Seconds(),
-				StallAfterS: 2, MinProgressM: def.MinProgress, DetourM: def.Detour, GoalRadiusM: def.GoalRadius}},
+		{"defaults", []string{"--switching"}, &def},
+		{"flags", []string{"--switching", "--keep-measured=false", "--stall-after", "2s", "--switch-restart", "0"}, &changed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))

@@ -231,38 +231,19 @@ type Result struct {
 	FilterFraction  float64 `json:"filter_fraction,omitempty"`
 	// AfterSwitch is the goal rates after a switch (AfterSwitch), if measured.
 	AfterSwitch *AfterSwitchResult `json:"after_switch,omitempty"`
-	// Switching is the core's switching settings, when it was allowed to switch
-	// (Config.Switching): what a goal rate with switching was measured under.
-	Switching *SwitchSettings `json:"switching,omitempty"`
+	// Switching is the core's switching settings (durations in ns), when it was allowed to
+	// switch (Config.Switching): what a goal rate with switching was measured under.
+	Switching *core.SwitchConfig `json:"switching,omitempty"`
 }
 
-// SwitchSettings are the core's skill-switching settings (core.SwitchConfig) in the units of
-// the runtime's configuration file (obstacle_switching, transitions.restart).
-type SwitchSettings struct {
-	ClearanceM   float64 `json:"clearance_m"`
-	AheadM       float64 `json:"ahead_m"`
-	CooldownS    float64 `json:"cooldown_s"`
-	StallAfterS  float64 `json:"stall_after_s"`
-	MinProgressM float64 `json:"min_progress_m"`
-	DetourM      float64 `json:"detour_m"`
-	GoalRadiusM  float64 `json:"goal_radius_m"`
-	RestartS     float64 `json:"restart_s"`
-	KeepMeasured bool    `json:"keep_measured"`
-}
-
-// switchSettings is what the rollouts' cores switch by: bank's defaults with cfg's settings.
-func (cfg *Config) switchSettings(bank *skills.Bank) *SwitchSettings {
+// switchConfig is what the rollouts' cores switch by: bank's defaults with cfg's settings.
+func (cfg *Config) switchConfig(bank *skills.Bank) *core.SwitchConfig {
 	if !cfg.Switching {
 		return nil
 	}
 	c := core.DefaultConfig(bank)
 	cfg.setCore(&c)
-	sw := c.Switching
-	return &SwitchSettings{
-		ClearanceM: sw.Clearance, AheadM: sw.Ahead, CooldownS: sw.Cooldown.Seconds(),
-		StallAfterS: sw.StallAfter.Seconds(), MinProgressM: sw.MinProgress, DetourM: sw.Detour,
-		GoalRadiusM: sw.GoalRadius, RestartS: sw.Restart.Seconds(), KeepMeasured: sw.KeepMeasured,
-	}
+	return &c.Switching
 }
 
 // scenario is the world cfg runs in.
@@ -309,7 +290,7 @@ func Evaluate(ctx context.Context, cfg Config, subjects []Subject) (*Result, err
 	res := &Result{
 		Task: cfg.Task.Name, World: scenario.Name, Seed: cfg.Seed, Rollouts: cfg.Rollouts,
 		EpisodeSeconds: cfg.Task.EpisodeSeconds, Discount: cfg.discount(), Features: features.Fields,
-		Seconds: time.Since(start).Seconds(), Switching: cfg.switchSettings(subjects[0].Bank),
+		Seconds: time.Since(start).Seconds(), Switching: cfg.switchConfig(subjects[0].Bank),
 	}
 	for i, s := range subjects {
 		runs := rollouts[i*cfg.Rollouts : (i+1)*cfg.Rollouts]

@@ -141,8 +141,8 @@ func TestSwitchingRolloutRecordsTheSwitch(t *testing.T) {
 		if n := runs[0].Switches[0].Switches; (n > 0) != on {
 			t.Fatalf("switching %v: the fence experiment counted %d switches", on, n)
 		}
-		if rec := res.Switching; (rec != nil) != on || on && (rec.StallAfterS != stall || !rec.KeepMeasured) {
-			t.Fatalf("switching %v: switching settings recorded %+v, want them with switching only, the defaults (stall after %v s, keep measured)", on, rec, stall)
+		if rec, def := res.Switching, core.DefaultSwitchConfig(); (rec != nil) != on || on && *rec != def {
+			t.Fatalf("switching %v: switching settings recorded %+v, want them with switching only, the defaults %+v", on, rec, def)
 		}
 		got, stuck := res.Subjects[0].Rollouts[0].Switches, res.Subjects[0].Rollouts[0].NowhereToGo
 		alone, aloneStuck := res.Subjects[1].Rollouts[0].Switches, res.Subjects[1].Rollouts[0].NowhereToGo
