@@ -32,8 +32,8 @@
 // FenceWorlds: the way round the box fenced off on the left, the right, both) and records each one's goal rate there (and, with
 // Config.Switching, a summary of the switches made there: WorldRun.Switches); with switching on,
 // every rollout keeps each switch the core made by itself (Rollout.Switches: when, where, from
-// and to which latent, what was blocked and why that candidate) and the result the settings the
-// core switched by (Result.Switching);
+// and to which latent, what was blocked and why that candidate) and the result records the
+// settings the core switched by (Result.Switching);
 // AfterSwitch measures what those rates from the start cannot say: each candidate's goal rate
 // in the runs where the runtime, starting its start latent, switched to it (from beside a
 // fence, in front of the box, mid-stride), by the world matching what blocked.
