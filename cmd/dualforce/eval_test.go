@@ -134,7 +134,8 @@ func writeStandingNavigationBank(t *testing.T, dir string) string {
 }
 
 // The switching flags reach the rollouts' cores: eval.json records the settings the core
-// switched by, and a run with switching off records none.
+// switched by, and a run with switching off records none; the bank's one latent stands still,
+// so with switching on its route counts as blocked, with nowhere to go, after --stall-after.
 func TestEvalRecordsTheSwitchingSettings(t *testing.T) {
 	dir := t.TempDir()
 	bankPath := writeStandingNavigationBank(t, dir)
@@ -152,7 +153,7 @@ func TestEvalRecordsTheSwitchingSettings(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))
-			args := append([]string{"eval", "--bank", bankPath, "--task", "navigation", "--rollouts", "1", "--seconds", "0.2", "--out", out, "--quiet"}, tc.flags...)
+			args := append([]string{"eval", "--bank", bankPath, "--task", "navigation", "--rollouts", "1", "--seconds", "4", "--out", out, "--quiet"}, tc.flags...)
 			if code, _, stderr := dualforce(args...); code != 0 {
 				t.Fatalf("eval exited %d: %s", code, stderr)
 			}
@@ -162,6 +163,16 @@ func TestEvalRecordsTheSwitchingSettings(t *testing.T) {
 			}
 			if got := res.Switching; (got == nil) != (tc.want == nil) || got != nil && *got != *tc.want {
 				t.Fatalf("eval.json switching %+v, want %+v", got, tc.want)
+			}
+			stuck := res.Subjects[0].Rollouts[0].NowhereToGo
+			if tc.want == nil {
+				if len(stuck) != 0 {
+					t.Fatalf("switching off: blocked routes recorded %+v", stuck)
+				}
+				return
+			}
+			if stall := tc.want.StallAfter.Seconds(); len(stuck) != 1 || stuck[0].Time < stall || stuck[0].Time > stall+0.5 {
+				t.Fatalf("blocked with nowhere to go %+v: want once, about %v s in", stuck, stall)
 			}
 		})
 	}
