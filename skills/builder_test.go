@@ -269,6 +269,41 @@ func TestProjector(t *testing.T) {
 	}
 }
 
+// A feature may select one value of a field ("target[1]", the goal's sideways position): phi is
+// then that value alone, standardised; a malformed selection or one outside the field is refused
+// with a clear error.
+func TestProjectorOneValueOfAField(t *testing.T) {
+	l := Navigation171()
+	target, _ := l.Field(FieldTarget)
+	raw := make([]float32, l.Dim())
+	for i := range raw {
+		raw[i] = float32(i)
+	}
+	f := Features{Fields: []string{FieldBaseAngVel, "target[1]"}, Stats: IdentityStats(4)}
+	p, err := NewProjector(l, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	angVel, _ := l.Field(FieldBaseAngVel)
+	phi := make([]float32, p.Dim())
+	if err := p.Project(raw, phi); err != nil {
+		t.Fatal(err)
+	}
+	want := append(slices.Clone(raw[angVel.Offset:angVel.Offset+3]), raw[target.Offset+1])
+	if !slices.Equal(phi, want) {
+		t.Errorf("phi = %v, want %v", phi, want)
+	}
+	for _, name := range []string{"target[4]", "target[-1]", "target[", "target[]", "target[x]", "target[1]x", "target[1", "lidar[0]", "[0]"} {
+		f := Features{Fields: []string{name}, Stats: IdentityStats(1)}
+		if _, err := NewProjector(l, f); err == nil || !strings.Contains(err.Error(), "target") && !strings.Contains(err.Error(), "not in layout") {
+			t.Errorf("feature %q: err = %v", name, err)
+		}
+	}
+	if dup := (Features{Fields: []string{"target[1]", "target[1]"}, Stats: IdentityStats(2)}); dup.Validate(l) == nil {
+		t.Error("a repeated value accepted")
+	}
+}
+
 // A clip clamps standardised values to [-Clip, Clip] (a NaN stays NaN for the finiteness checks
 // after it); a negative or non-finite clip is refused; 0, no clip, is left out of the stored
 // contract, so that banks without one read and write as before.

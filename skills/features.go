@@ -3,12 +3,16 @@ package skills
 import (
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 )
 
 // Features is the diversity feature projection phi: the named fields of the
 // RAW observation, concatenated in the given order, then standardised with
 // their own statistics (fitted on the offline dataset) so distances between
-// successor features are comparable across dimensions.
+// successor features are comparable across dimensions. A name may select one
+// value of a field, "target[1]" (the goal's sideways position), so that phi
+// can hold the one direction a diversity force should push along.
 type Features struct {
 	Fields []string `json:"fields"`
 	Stats  Stats    `json:"stats"`
@@ -18,13 +22,31 @@ type Features struct {
 func (f Features) Dim(l Layout) int {
 	n := 0
 	for _, name := range f.Fields {
-		fl, ok := l.Field(name)
-		if !ok {
+		fl, err := featureSpan(l, name)
+		if err != nil {
 			return 0
 		}
 		n += fl.Dim
 	}
 	return n
+}
+
+// featureSpan is the part of l's observation a feature name projects onto: a
+// whole field ("height_map") or one of its values ("target[1]").
+func featureSpan(l Layout, name string) (Field, error) {
+	field, index, one := strings.Cut(name, "[")
+	fl, ok := l.Field(field)
+	if !ok {
+		return Field{}, fmt.Errorf("feature field %q is not in layout %q", field, l.Name)
+	}
+	if !one {
+		return fl, nil
+	}
+	i, err := strconv.Atoi(strings.TrimSuffix(index, "]"))
+	if err != nil || !strings.HasSuffix(index, "]") || i < 0 || i >= fl.Dim {
+		return Field{}, fmt.Errorf("feature %q: want %s[i] with 0 <= i < %d", name, field, fl.Dim)
+	}
+	return Field{Name: name, Offset: fl.Offset + i, Dim: 1, Unit: fl.Unit}, nil
 }
 
 // Validate checks the fields against layout l and the statistics' sizes.
@@ -33,8 +55,8 @@ func (f Features) Validate(l Layout) error {
 		return fmt.Errorf("features project onto no field")
 	}
 	for i, name := range f.Fields {
-		if _, ok := l.Field(name); !ok {
-			return fmt.Errorf("feature field %q is not in layout %q", name, l.Name)
+		if _, err := featureSpan(l, name); err != nil {
+			return err
 		}
 		if slices.Contains(f.Fields[:i], name) {
 			return fmt.Errorf("feature field %q repeated", name)
@@ -64,7 +86,7 @@ func NewProjector(l Layout, f Features) (*Projector, error) {
 	}
 	p := &Projector{obsDim: l.Dim(), norm: norm}
 	for _, name := range f.Fields {
-		fl, _ := l.Field(name)
+		fl, _ := featureSpan(l, name)
 		p.spans = append(p.spans, [2]int{fl.Offset, fl.Dim})
 	}
 	return p, nil

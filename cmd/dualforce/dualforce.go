@@ -85,9 +85,10 @@ the default 3 steps, 4 of 30 with --rehearsal-steps 0 (the paper's policy update
 every method's defaults (1e-3, 0.99, 1, 0) whatever the task (train smodice --help says why, and why navigation's
 SMODICE-expert defaults to 3e-4 and the last iterate).
 --features (ours) projects phi onto other fields of the observation than the task's (the spec's
-joint_pos for locomotion, base velocities for navigation), standardised over the offline set. The
-FRE run keeps the features it was trained with: its states are rebuilt with its own phi, so
-one FRE run serves runs of any --features. On the paper-scale navigation set, the goal's
+joint_pos for locomotion, base velocities for navigation), or onto one value of a field
+(target[1], the goal's sideways position), standardised over the offline set. The FRE run
+keeps the features it was trained with: its states are rebuilt with its own phi, so one FRE
+run serves runs of any --features. On the paper-scale navigation set, the goal's
 position (target) added to the velocities puts the expert's routes 1.0-1.5 apart in phi instead
 of 0.3-0.4, yet over whole episodes the skills' weights still did not choose a route
 (docs/results.md, "What the skills' weights hold").

@@ -221,7 +221,7 @@ func loadOfflineWithReward(task, offline, smodiceRun string, features []string) 
 // featuresFlag adds --features, the fields phi projects onto, to fs; the
 // returned function gives them (nil for the task's).
 func featuresFlag(fs *flag.FlagSet) func() []string {
-	list := fs.String("features", "", "comma-separated observation fields the diversity features phi project onto (default: the task's, "+
+	list := fs.String("features", "", "comma-separated observation fields the diversity features phi project onto, a field[i] one value of a field (default: the task's, "+
 		perTask(func(t prep.Task) string { return strings.Join(t.Features, ",") })+")")
 	return func() []string {
 		if *list == "" {
