@@ -259,7 +259,6 @@ func TestProjector(t *testing.T) {
 	bad := []Features{
 		{},
 		{Fields: []string{"lidar"}, Stats: IdentityStats(1)},
-		{Fields: []string{FieldJointPos, FieldJointPos}, Stats: IdentityStats(24)},
 		{Fields: []string{FieldJointPos}, Stats: IdentityStats(11)},
 	}
 	for _, f := range bad {
@@ -270,8 +269,8 @@ func TestProjector(t *testing.T) {
 }
 
 // A feature may select one value of a field ("target[1]", the goal's sideways position): phi is
-// then that value alone, standardised; a malformed selection or one outside the field is refused
-// with a clear error.
+// then that value alone, standardised, once per listing; a malformed selection or one outside the
+// field is refused with a clear error.
 func TestProjectorOneValueOfAField(t *testing.T) {
 	l := Navigation171()
 	target, _ := l.Field(FieldTarget)
@@ -299,8 +298,14 @@ func TestProjectorOneValueOfAField(t *testing.T) {
 			t.Errorf("feature %q: err = %v", name, err)
 		}
 	}
-	if dup := (Features{Fields: []string{"target[1]", "target[1]"}, Stats: IdentityStats(2)}); dup.Validate(l) == nil {
-		t.Error("a repeated value accepted")
+	// Listed twice, it counts twice.
+	twice, err := NewProjector(l, Features{Fields: []string{"target[1]", "target[1]"}, Stats: IdentityStats(2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	phi = make([]float32, twice.Dim())
+	if err := twice.Project(raw, phi); err != nil || phi[0] != raw[target.Offset+1] || phi[1] != phi[0] {
+		t.Errorf("target[1] twice: phi = %v, %v", phi, err)
 	}
 }
 

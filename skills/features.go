@@ -2,7 +2,6 @@ package skills
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -12,7 +11,12 @@ import (
 // their own statistics (fitted on the offline dataset) so distances between
 // successor features are comparable across dimensions. A name may select one
 // value of a field, "target[1]" (the goal's sideways position), so that phi
-// can hold the one direction a diversity force should push along.
+// can hold the one direction a diversity force should push along, and may
+// be listed k times: it then counts k times in the distances between
+// successor features (sqrt(k) in the distance) and in the Van der Waals
+// reward (k), a gain on that direction. One standardised value alone is too
+// weak a direction for the force to part the skills along (docs/results.md,
+// "where the diversity force pushes").
 type Features struct {
 	Fields []string `json:"fields"`
 	Stats  Stats    `json:"stats"`
@@ -54,12 +58,9 @@ func (f Features) Validate(l Layout) error {
 	if len(f.Fields) == 0 {
 		return fmt.Errorf("features project onto no field")
 	}
-	for i, name := range f.Fields {
+	for _, name := range f.Fields {
 		if _, err := featureSpan(l, name); err != nil {
 			return err
-		}
-		if slices.Contains(f.Fields[:i], name) {
-			return fmt.Errorf("feature field %q repeated", name)
 		}
 	}
 	if err := f.Stats.Validate(f.Dim(l)); err != nil {

@@ -87,8 +87,8 @@ func TestBadInputIsRefusedBeforeTraining(t *testing.T) {
 		{"phi onto a field the layout lacks", "locomotion", nil, func(in *Inputs) {
 			in.Features = []string{skills.FieldJointPos, skills.FieldHeightMap}
 		}, ErrContract},
-		{"phi onto a field twice", "locomotion", nil, func(in *Inputs) {
-			in.Features = []string{skills.FieldJointPos, skills.FieldBaseLinVel, skills.FieldJointPos}
+		{"phi onto a value past the field's end", "locomotion", nil, func(in *Inputs) {
+			in.Features = []string{skills.FieldJointPos, skills.FieldBaseLinVel + "[3]"}
 		}, ErrContract},
 		{"phi onto no field", "locomotion", nil, func(in *Inputs) { in.Features = []string{} }, ErrContract},
 		{"contract over the link's gain ceiling", "locomotion", nil, func(in *Inputs) {
