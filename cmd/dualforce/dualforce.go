@@ -91,7 +91,11 @@ keeps the features it was trained with: its states are rebuilt with its own phi,
 run serves runs of any --features. On the paper-scale navigation set, the goal's
 position (target) added to the velocities puts the expert's routes 1.0-1.5 apart in phi instead
 of 0.3-0.4, yet over whole episodes the skills' weights still did not choose a route
-(docs/results.md, "What the skills' weights hold").
+(docs/results.md, "What the skills' weights hold"): the skills part along phi's widest
+direction, which is not the routes'. The goal's sideways position alone, listed four times
+(--features target[1],target[1],target[1],target[1] --l0 3) with --min-ess-share 0.01, gave
+one skill per route, walking badly in 300 iterations (docs/results.md, "where the diversity
+force pushes").
 --mu-kp adds a proportional term to the multipliers (ours, off by default): the imitation
 share becomes sigmoid(mu_i + kp (phi_i - eps)), so a violated constraint raises it at once.
 --min-ess-share S caps each skill's TD residuals at their top share S before the softmax, as
