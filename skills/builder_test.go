@@ -292,10 +292,14 @@ func TestProjectorOneValueOfAField(t *testing.T) {
 	if !slices.Equal(phi, want) {
 		t.Errorf("phi = %v, want %v", phi, want)
 	}
-	for _, name := range []string{"target[4]", "target[-1]", "target[", "target[]", "target[x]", "target[1]x", "target[1", "lidar[0]", "[0]"} {
+	for name, want := range map[string]string{
+		"target[4]": "want target[i] with 0 <= i < 4", "target[-1]": "want target[i]", "target[": "want target[i]",
+		"target[]": "want target[i]", "target[x]": "want target[i]", "target[1]x": "want target[i]",
+		"target[1": "want target[i]", "target[1]]": "want target[i]", "lidar[0]": `"lidar" is not in layout`, "[0]": `"" is not in layout`,
+	} {
 		f := Features{Fields: []string{name}, Stats: IdentityStats(1)}
-		if _, err := NewProjector(l, f); err == nil || !strings.Contains(err.Error(), "target") && !strings.Contains(err.Error(), "not in layout") {
-			t.Errorf("feature %q: err = %v", name, err)
+		if _, err := NewProjector(l, f); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("feature %q: err = %v, want one saying %q", name, err, want)
 		}
 	}
 	// Listed twice, it counts twice.

@@ -46,8 +46,9 @@ func featureSpan(l Layout, name string) (Field, error) {
 	if !one {
 		return fl, nil
 	}
-	i, err := strconv.Atoi(strings.TrimSuffix(index, "]"))
-	if err != nil || !strings.HasSuffix(index, "]") || i < 0 || i >= fl.Dim {
+	digits, closed := strings.CutSuffix(index, "]")
+	i, err := strconv.Atoi(digits)
+	if !closed || err != nil || i < 0 || i >= fl.Dim {
 		return Field{}, fmt.Errorf("feature %q: want %s[i] with 0 <= i < %d", name, field, fl.Dim)
 	}
 	return Field{Name: name, Offset: fl.Offset + i, Dim: 1, Unit: fl.Unit}, nil
