@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -37,12 +38,33 @@ func realtimeSeconds(t *testing.T) time.Duration {
 	return 10 * time.Second
 }
 
+// realtimeAttempts bounds the runs of TestRuntimeRealtimeOverEthernet. A run in which the host
+// froze the simulator itself for longer than the runtime's link timeout (seen on shared CI
+// machines: the board thread, at real-time priority, sent nothing for a second) ends in a
+// link_timeout fault, which is the runtime's job, and says nothing about the runtime's timing:
+// the test runs again, and fails if the host froze every run.
+const realtimeAttempts = 3
+
 // TestRuntimeRealtimeOverEthernet runs the runtime as deployed — app.Start with its real-time
 // driver, host session, embedded broker — on one end of a veth pair between two fresh network
 // namespaces, over raw AF_PACKET sockets, against the simulated Solo12 in real time (MuJoCo at
 // the cards' 10 kHz PD) on the other end: stand up, then run a skill that holds the pose.
 func TestRuntimeRealtimeOverEthernet(t *testing.T) {
 	clocktest.KeepAwake(t) // first, before the simulator and the runtime raise their threads
+	for attempt := 1; attempt <= realtimeAttempts; attempt++ {
+		var boardFroze time.Duration
+		t.Run(fmt.Sprintf("attempt%d", attempt), func(t *testing.T) { runRealtimeOverEthernet(t, &boardFroze) })
+		if boardFroze == 0 {
+			return
+		}
+	}
+	t.Fatalf("the host froze the simulator for longer than the link timeout in all %d runs: no run judged the runtime", realtimeAttempts)
+}
+
+// runRealtimeOverEthernet is one run of TestRuntimeRealtimeOverEthernet. When the simulator's
+// silence, and not the runtime, explains a link_timeout fault, it sets boardFroze to how long
+// the simulator sent nothing and skips the run; otherwise it makes the run's checks.
+func runRealtimeOverEthernet(t *testing.T, boardFroze *time.Duration) {
 	a, b := linktest.VethPair(t)
 	boardConn, hostConn := a.OpenEthernet(t), b.OpenEthernet(t)
 
@@ -115,7 +137,10 @@ func TestRuntimeRealtimeOverEthernet(t *testing.T) {
 	t.Logf("missed periods by side: %d late on arrival at the host (the simulator's own missed ticks: %d), %d the runtime's own (a packet waited in the socket p99 %v, max %v); control thread on CPUs %v",
 		tm.BoardMissed, st.MissedTicks, int64(tm.Missed)-int64(tm.BoardMissed), tm.ReadDelay.Quantile(0.99), tm.ReadDelay.Max(), opts.ControlCPUs)
 	t.Logf("simulator: %+v; base height while running %.4f..%.4f m", st, minH, maxH)
-	if f := c.Fault(); f != "" {
+	if f := c.Fault(); f == "link_timeout" && st.LongestGap > cfg.Limits.LinkTimeout {
+		*boardFroze = st.LongestGap
+		t.Skipf("the simulator itself sent nothing for %v, longer than the link timeout %v: the runtime's link_timeout fault was right, and this run says nothing about its timing", st.LongestGap, cfg.Limits.LinkTimeout)
+	} else if f != "" {
 		t.Fatalf("the runtime faulted (%s) during the run", f)
 	}
 	if c.Phase() != core.PhaseRun {

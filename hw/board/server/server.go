@@ -45,6 +45,10 @@ type Stats struct {
 	LatenessP50 time.Duration
 	LatenessP99 time.Duration
 	LatenessMax time.Duration
+	// LongestGap is the longest time between two ticks (real time only; 1 ms when none was
+	// missed): the board sent nothing for that long, so a host whose link timeout is shorter
+	// rightly declared the link lost.
+	LongestGap time.Duration
 }
 
 // ringSize is how many frames may wait between two ticks: at 1 kHz a host sends one.
@@ -74,7 +78,7 @@ type request struct {
 
 type counters struct {
 	ticks, missed, in, out, malformed, overflow, sendErrors atomic.Uint64
-	p50, p99, max                                           atomic.Int64
+	p50, p99, max, longestGap                               atomic.Int64
 }
 
 // ring is a single-producer single-consumer queue of frames: the reader owns head and the slots
@@ -123,6 +127,7 @@ func (s *Server) runRealtime(ctx context.Context) error {
 	if restore := s.realtime("tick"); restore != nil {
 		defer restore()
 	}
+	var prevLateness time.Duration
 	for {
 		select {
 		case <-ctx.Done():
@@ -135,6 +140,10 @@ func (s *Server) runRealtime(ctx context.Context) error {
 		}
 		tick := pacer.Wait()
 		s.stats.missed.Add(uint64(tick.Missed))
+		if gap := time.Duration(tick.Missed+1)*pacer.Period() + tick.Lateness - prevLateness; gap > time.Duration(s.stats.longestGap.Load()) {
+			s.stats.longestGap.Store(int64(gap))
+		}
+		prevLateness = tick.Lateness
 		s.drainRing()
 		s.serveRequests()
 		if err := s.tick(); err != nil {
@@ -328,6 +337,6 @@ func (s *Server) Stats() Stats {
 		Ticks: c.ticks.Load(), MissedTicks: c.missed.Load(), FramesIn: c.in.Load(), FramesOut: c.out.Load(),
 		Malformed: c.malformed.Load(), Overflow: c.overflow.Load(), SendErrors: c.sendErrors.Load(),
 		LatenessP50: time.Duration(c.p50.Load()), LatenessP99: time.Duration(c.p99.Load()),
-		LatenessMax: time.Duration(c.max.Load()),
+		LatenessMax: time.Duration(c.max.Load()), LongestGap: time.Duration(c.longestGap.Load()),
 	}
 }

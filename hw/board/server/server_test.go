@@ -137,6 +137,7 @@ func TestRealtime(t *testing.T) {
 	if err := r.srv.Do(context.Background(), func(b *board.Board) {
 		state, spi = b.State(), b.SPIConnected()
 		b.SetLinkUp(false)
+		time.Sleep(30 * time.Millisecond) // stalls the tick loop: the board is silent that long
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -156,8 +157,8 @@ func TestRealtime(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if st := r.srv.Stats(); st.Ticks < 60 || st.FramesIn != 1 {
-		t.Fatalf("stats %+v", st)
+	if st := r.srv.Stats(); st.Ticks < 60 || st.FramesIn != 1 || st.LongestGap < 30*time.Millisecond {
+		t.Fatalf("stats %+v (want at least 60 ticks, 1 frame in, a 30ms or longer gap between ticks)", st)
 	}
 	r.cancel()
 	if err := <-r.done; err != nil {
