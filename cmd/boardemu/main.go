@@ -166,6 +166,6 @@ func report(ctx context.Context, srv *server.Server, period time.Duration, log *
 		st := srv.Stats()
 		log.Info("board", "state", state.String(), "session", session, "ticks", st.Ticks, "missed_ticks", st.MissedTicks,
 			"frames_in", st.FramesIn, "frames_out", st.FramesOut, "malformed", st.Malformed, "overflow", st.Overflow,
-			"send_errors", st.SendErrors, "tick_late_p99", st.LatenessP99)
+			"send_errors", st.SendErrors, "tick_late_p99", st.LatenessP99, "longest_gap", st.LongestGap)
 	}
 }

@@ -258,7 +258,7 @@ func logStatus(log *slog.Logger, msg string, st robotboard.Status, layout *world
 	attrs := []any{
 		"ticks", st.BoardTicks, "missed_ticks", st.MissedTicks,
 		"lateness_p50", st.LatenessP50, "lateness_p99", st.LatenessP99, "lateness_max", st.LatenessMax,
-		"board", st.State.String(), "sim_time", st.Truth.Time,
+		"longest_gap", st.LongestGap, "board", st.State.String(), "sim_time", st.Truth.Time,
 		"frames_in", st.FramesIn, "frames_out", st.FramesOut, "malformed", st.Malformed,
 		"perception_sent", st.PerceptionSent, "perception_errors", st.PerceptionErrors,
 		"base_height_m", fmt.Sprintf("%.3f", st.Truth.Pos[2]), "fell", st.Truth.Fell,
