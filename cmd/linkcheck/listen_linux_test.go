@@ -15,6 +15,7 @@ import (
 
 	"github.com/dualforce/dualforce/hw/board/server"
 	"github.com/dualforce/dualforce/hw/clock"
+	"github.com/dualforce/dualforce/hw/clock/clocktest"
 	"github.com/dualforce/dualforce/hw/host"
 	"github.com/dualforce/dualforce/hw/link/linktest"
 	"github.com/dualforce/dualforce/hw/proto"
@@ -25,10 +26,14 @@ import (
 // real time at the other end (ids 1, 2, and 2 again: only the acks mark that change): the
 // listener follows them all and counts no packet as lost, neither across a change (where the
 // board restarts sensor_index) nor anywhere else.
+// TestMain lets clocktest.KeepAwake start this test binary as its CPU spinner.
+func TestMain(m *testing.M) { clocktest.Main(m) }
+
 func TestListenFollowsConsecutiveSessions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("5 s on a veth pair")
 	}
+	clocktest.KeepAwake(t) // first, before the test raises its threads
 	hostNS, boardNS := linktest.VethPair(t)
 	// The board's firmware owns its CPU and a robot's programs run real-time: so does this test,
 	// or a busy machine stalls the sessions past the board's 20 ms watchdog.

@@ -14,6 +14,7 @@ import (
 	"github.com/dualforce/dualforce/hw/board/boardtest"
 	"github.com/dualforce/dualforce/hw/board/server"
 	"github.com/dualforce/dualforce/hw/clock"
+	"github.com/dualforce/dualforce/hw/clock/clocktest"
 	"github.com/dualforce/dualforce/hw/host"
 	"github.com/dualforce/dualforce/hw/link"
 	"github.com/dualforce/dualforce/hw/link/linktest"
@@ -68,6 +69,9 @@ func realtimeProcess(tb testing.TB) {
 	})
 }
 
+// TestMain lets clocktest.KeepAwake start this test binary as its CPU spinner.
+func TestMain(m *testing.M) { clocktest.Main(m) }
+
 // TestHardwareInTheLoop runs the emulated board in real time on one end of a veth pair and host
 // sessions on raw sockets at the other: 10 s at 1 kHz without a lost packet, the board's 20 ms
 // watchdog, recovery by a new session, a second host that cannot take over, and a listener.
@@ -75,6 +79,7 @@ func TestHardwareInTheLoop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("15 s hardware-in-the-loop run")
 	}
+	clocktest.KeepAwake(t) // first, before the test raises its threads
 	realtimeProcess(t)
 	hostNS, boardNS := linktest.VethPair(t)
 	boardConn := boardNS.OpenEthernet(t)

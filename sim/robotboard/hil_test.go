@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dualforce/dualforce/hw/clock"
+	"github.com/dualforce/dualforce/hw/clock/clocktest"
 	"github.com/dualforce/dualforce/hw/host"
 	"github.com/dualforce/dualforce/hw/link/linktest"
 	"github.com/dualforce/dualforce/hw/perception"
@@ -127,6 +128,9 @@ func probeMachine(tb testing.TB) (stop func() (stalls int, worst time.Duration))
 	}
 }
 
+// TestMain lets clocktest.KeepAwake start this test binary as its CPU spinner.
+func TestMain(m *testing.M) { clocktest.Main(m) }
+
 // runHIL serves the simulated robot in real time on one end of a veth pair (raw AF_PACKET
 // sockets in two network namespaces) with its perception stream on loopback UDP, and stands it up
 // with a host session on the other end, for d of wall-clock time.
@@ -198,6 +202,7 @@ func TestHardwareInTheLoop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("10 s real-time run")
 	}
+	clocktest.KeepAwake(t) // first, before the test raises its threads
 	const d = 10 * time.Second
 	res := runHIL(t, d)
 	res.log(t, d)
