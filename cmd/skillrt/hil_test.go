@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -38,34 +37,21 @@ func realtimeSeconds(t *testing.T) time.Duration {
 	return 10 * time.Second
 }
 
-// realtimeAttempts bounds the runs of TestRuntimeRealtimeOverEthernet. On a shared virtual
-// machine the host now and then stops one side for tens of milliseconds or more: the simulator
-// (its longest gap between ticks, measured here, 7-31 ms in quiet 10 s runs), or the control
-// loop, after which the board's 20 ms command watchdog disables the motors. Either way the
-// runtime rightly latches link_timeout and the run says nothing about its timing: the test
-// runs again, and fails when every run faulted, or on any other fault.
-const realtimeAttempts = 3
-
 // TestRuntimeRealtimeOverEthernet runs the runtime as deployed — app.Start with its real-time
 // driver, host session, embedded broker — on one end of a veth pair between two fresh network
 // namespaces, over raw AF_PACKET sockets, against the simulated Solo12 in real time (MuJoCo at
-// the cards' 10 kHz PD) on the other end: stand up, then run a skill that holds the pose.
+// the cards' 10 kHz PD) on the other end: stand up, then run a skill that holds the pose. On a
+// shared virtual machine the host now and then stops one side for tens of milliseconds: the
+// simulator (its longest gap between ticks 7-31 ms in quiet 10 s runs here), or the control
+// loop, after which the board's 20 ms command watchdog disables the motors. Either way the
+// runtime rightly latches link_timeout, and the run is made again (three runs at most).
 func TestRuntimeRealtimeOverEthernet(t *testing.T) {
 	clocktest.KeepAwake(t) // first, before the simulator and the runtime raise their threads
-	for attempt := 1; attempt <= realtimeAttempts; attempt++ {
-		linkLost := false
-		t.Run(fmt.Sprintf("attempt%d", attempt), func(t *testing.T) { runRealtimeOverEthernet(t, &linkLost) })
-		if !linkLost {
-			return
-		}
-	}
-	t.Fatalf("the link timed out in all %d runs: the host stalled them, or the runtime cannot keep the link", realtimeAttempts)
+	clocktest.Attempts(t, 3, runRealtimeOverEthernet)
 }
 
-// runRealtimeOverEthernet is one run of TestRuntimeRealtimeOverEthernet. When the runtime
-// latched link_timeout it sets linkLost and skips the run, saying who went silent; otherwise it
-// makes the run's checks.
-func runRealtimeOverEthernet(t *testing.T, linkLost *bool) {
+// runRealtimeOverEthernet is one run of TestRuntimeRealtimeOverEthernet.
+func runRealtimeOverEthernet(t *testing.T, stalled func(format string, args ...any)) {
 	a, b := linktest.VethPair(t)
 	boardConn, hostConn := a.OpenEthernet(t), b.OpenEthernet(t)
 
@@ -98,7 +84,7 @@ func runRealtimeOverEthernet(t *testing.T, linkLost *bool) {
 	cfg.Metrics.Listen, cfg.Recorder.Dir = "", ""
 	// The longest link timeout the config allows (the ODRI SDK's own): a robot's computer keeps
 	// the 20 ms default, but here the simulator alone stalls for 20-30 ms in about one run of
-	// six (realtimeAttempts).
+	// six.
 	cfg.Limits.LinkTimeout = 50 * time.Millisecond
 	// The control loop keeps the last CPU; the simulator (above it in priority) and everything
 	// else of ours go where the kernel puts them, which is the other CPU whenever the loop runs.
@@ -143,8 +129,7 @@ func runRealtimeOverEthernet(t *testing.T, linkLost *bool) {
 		tm.BoardMissed, st.MissedTicks, int64(tm.Missed)-int64(tm.BoardMissed), tm.ReadDelay.Quantile(0.99), tm.ReadDelay.Max(), opts.ControlCPUs)
 	t.Logf("simulator: %+v; base height while running %.4f..%.4f m", st, minH, maxH)
 	if f := c.Fault(); f == "link_timeout" {
-		*linkLost = true
-		t.Skipf("the runtime latched link_timeout: no fresh sensor packet for %v at the worst (link timeout %v); the simulator's longest gap between ticks %v, the longest a packet waited for the loop %v",
+		stalled("the runtime latched link_timeout: no fresh sensor packet for %v at the worst (link timeout %v); the simulator's longest gap between ticks %v, the longest a packet waited for the loop %v",
 			tm.Period.Max(), cfg.Limits.LinkTimeout, st.LongestGap, tm.ReadDelay.Max())
 	} else if f != "" {
 		t.Fatalf("the runtime faulted (%s) during the run", f)

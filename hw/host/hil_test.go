@@ -73,39 +73,27 @@ func realtimeProcess(tb testing.TB) {
 // TestMain lets clocktest.KeepAwake start this test binary as its CPU spinner.
 func TestMain(m *testing.M) { clocktest.Main(m) }
 
-// hilAttempts bounds the runs of TestHardwareInTheLoop. A shared virtual machine now and then
-// stops the host's loop for over 20 ms (round trips up to 34 ms measured here), and the board's
-// command watchdog then rightly disables the motors while the test expects them driven: such a
-// run says nothing about the link and is run again; the test fails when every run stalled.
-const hilAttempts = 3
-
 // TestHardwareInTheLoop runs the emulated board in real time on one end of a veth pair and host
 // sessions on raw sockets at the other: 10 s at 1 kHz without a lost packet, the board's 20 ms
-// watchdog, recovery by a new session, a second host that cannot take over, and a listener.
+// watchdog, recovery by a new session, a second host that cannot take over, and a listener. A
+// shared virtual machine now and then stops the host's loop for over 20 ms (round trips up to
+// 34 ms measured here), and the board's watchdog then rightly disables motors the test expects
+// driven: the run is made again (three runs at most).
 func TestHardwareInTheLoop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("15 s hardware-in-the-loop run")
 	}
 	clocktest.KeepAwake(t) // first, before the test raises its threads
-	for attempt := 1; attempt <= hilAttempts; attempt++ {
-		stalled := false
-		t.Run(fmt.Sprintf("attempt%d", attempt), func(t *testing.T) { hardwareInTheLoop(t, &stalled) })
-		if !stalled {
-			return
-		}
-	}
-	t.Fatalf("the board's watchdog fired on a driven session in all %d runs: the host stalled them, or the link cannot keep 1 kHz", hilAttempts)
+	clocktest.Attempts(t, 3, hardwareInTheLoop)
 }
 
-// hardwareInTheLoop is one run of TestHardwareInTheLoop. When the board stops taking the
-// commands of a session the loop commands every cycle, it sets stalled and skips the run.
-func hardwareInTheLoop(t *testing.T, stalled *bool) {
+// hardwareInTheLoop is one run of TestHardwareInTheLoop.
+func hardwareInTheLoop(t *testing.T, stalled func(format string, args ...any)) {
 	// driven checks a Receive of a session the loop commands every cycle.
 	driven := func(err error, what string) {
 		t.Helper()
 		if errors.Is(err, host.ErrCommandsIgnored) {
-			*stalled = true
-			t.Skipf("%s: %v: a command gap past the watchdog, in a loop that sends every cycle, is the host stalling it", what, err)
+			stalled("%s: %v: a command gap past the watchdog, in a loop that sends every cycle, is the host stalling it", what, err)
 		}
 		if err != nil {
 			t.Fatalf("%s: %v", what, err)

@@ -66,3 +66,26 @@ func KeepAwake(t testing.TB) {
 	})
 	t.Logf("CPUs kept awake by process %d (hw/clock.KeepAwake; %s=0 turns it off)", cmd.Process.Pid, Off)
 }
+
+// Attempts runs a real-time test up to n times, each run a subtest "attemptN", for machines
+// that now and then stall a real-time thread past what the system under test must absorb (a
+// shared virtual machine stops a vCPU for tens of milliseconds): such a run says nothing about
+// the code. A run that met a stall calls stalled with what it saw, which skips its subtest;
+// Attempts returns after the first run that did not, and fails t when every run did.
+func Attempts(t *testing.T, n int, run func(t *testing.T, stalled func(format string, args ...any))) {
+	t.Helper()
+	for attempt := 1; attempt <= n; attempt++ {
+		met := false
+		t.Run(fmt.Sprintf("attempt%d", attempt), func(t *testing.T) {
+			run(t, func(format string, args ...any) {
+				t.Helper()
+				met = true
+				t.Skipf("stalled: "+format, args...)
+			})
+		})
+		if !met {
+			return
+		}
+	}
+	t.Fatalf("all %d runs met a stall of the machine (the skipped attempts say what they saw): none judged the code", n)
+}

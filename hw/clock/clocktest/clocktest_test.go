@@ -62,3 +62,18 @@ func TestKeepAwakeStartsTheSpinner(t *testing.T) {
 		t.Fatalf("the spinner, process %s, outlived its test", child)
 	}
 }
+
+// TestAttempts: runs that met a stall are skipped and made again; the first that did not ends
+// it (the test would fail had all three stalled).
+func TestAttempts(t *testing.T) {
+	runs := 0
+	Attempts(t, 3, func(t *testing.T, stalled func(string, ...any)) {
+		runs++
+		if runs < 3 {
+			stalled("run %d stalls", runs)
+		}
+	})
+	if runs != 3 {
+		t.Fatalf("%d runs, want 3: two stalled, the third judged", runs)
+	}
+}
