@@ -20,6 +20,9 @@ type Tick struct {
 	Index    uint64        // deadline number since Start, missed deadlines included (first is 1)
 	Lateness time.Duration // how long after its deadline Wait returned
 	Missed   int           // deadlines passed without a release because the loop overran them
+	// Gap is the time since the previous release (since Start for the first): how long the
+	// loop did not run, stalls included.
+	Gap time.Duration
 }
 
 // Stats summarises a Pacer's releases.
@@ -37,6 +40,7 @@ type Pacer struct {
 	base      time.Time     // Go's monotonic clock at Start ...
 	baseMono  time.Duration // ... and CLOCK_MONOTONIC at the same instant
 	next      time.Duration // next deadline, since base
+	released  time.Duration // the last release, since base
 	index     uint64
 	missed    uint64
 	lateness  Histogram
@@ -97,7 +101,8 @@ func (p *Pacer) Wait() Tick {
 	p.next = deadline + p.period
 	p.index += uint64(skipped) + 1
 	p.missed += uint64(skipped)
-	t := Tick{Index: p.index, Lateness: now - deadline, Missed: int(skipped)}
+	t := Tick{Index: p.index, Lateness: now - deadline, Missed: int(skipped), Gap: now - p.released}
+	p.released = now
 	p.lateness.Add(t.Lateness)
 	return t
 }

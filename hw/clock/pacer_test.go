@@ -59,7 +59,7 @@ func TestPacerCountsOverrunsAndKeepsPhase(t *testing.T) {
 	before := p.Stats()
 	time.Sleep(5*period + period/2) // overrun: at least five deadlines pass
 	tick := p.Wait()
-	if tick.Missed < 4 || tick.Index != first.Index+uint64(tick.Missed)+1 {
+	if tick.Missed < 4 || tick.Index != first.Index+uint64(tick.Missed)+1 || tick.Gap < 5*period+period/2 {
 		t.Fatalf("after a 5.5-period overrun: %+v (first %+v)", tick, first)
 	}
 	if s := p.Stats(); s.Missed-before.Missed != uint64(tick.Missed) || s.Ticks-before.Ticks != 1 {
@@ -69,6 +69,10 @@ func TestPacerCountsOverrunsAndKeepsPhase(t *testing.T) {
 	next := p.Wait()
 	if next.Index != tick.Index+1+uint64(next.Missed) {
 		t.Fatalf("next %+v after %+v", next, tick)
+	}
+	// Its gap runs from release to release: the deadlines' distance, less the late start.
+	if want := time.Duration(next.Missed+1)*period - tick.Lateness + next.Lateness; next.Gap != want {
+		t.Fatalf("next release %v after the previous one, want %v (%+v after %+v)", next.Gap, want, next, tick)
 	}
 }
 

@@ -127,7 +127,7 @@ func (s *Server) runRealtime(ctx context.Context) error {
 	if restore := s.realtime("tick"); restore != nil {
 		defer restore()
 	}
-	var prevLateness time.Duration
+	var longestGap time.Duration
 	for {
 		select {
 		case <-ctx.Done():
@@ -140,10 +140,10 @@ func (s *Server) runRealtime(ctx context.Context) error {
 		}
 		tick := pacer.Wait()
 		s.stats.missed.Add(uint64(tick.Missed))
-		if gap := time.Duration(tick.Missed+1)*pacer.Period() + tick.Lateness - prevLateness; gap > time.Duration(s.stats.longestGap.Load()) {
-			s.stats.longestGap.Store(int64(gap))
+		if tick.Gap > longestGap {
+			longestGap = tick.Gap
+			s.stats.longestGap.Store(int64(longestGap))
 		}
-		prevLateness = tick.Lateness
 		s.drainRing()
 		s.serveRequests()
 		if err := s.tick(); err != nil {
