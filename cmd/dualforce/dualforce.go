@@ -81,8 +81,8 @@ locomotion set (seed 1, 1,000 iterations) 18 of 30 evaluated latents passed the 
 the default 3 steps, 4 of 30 with --rehearsal-steps 0 (the paper's policy update).
 
 --l0 and --eps default to the task's values (` + perTask(func(t prep.Task) string { return fmt.Sprintf("%g and %g", t.L0, t.Eps) }) + `);
---policy-lr, --policy-average, --policy-components and --policy-tilt are train smodice's, with
-every method's defaults (1e-3, 0.99, 1, 0) whatever the task (train smodice --help says why, and why navigation's
+--policy-lr, --policy-average, --policy-components, --policy-tilt and --policy-temperature are
+train smodice's, with every method's defaults (1e-3, 0.99, 1, 0, 1) whatever the task (train smodice --help says why, and why navigation's
 SMODICE-expert defaults to 3e-4 and the last iterate).
 --features (ours) projects phi onto other fields of the observation than the task's (the spec's
 joint_pos for locomotion, base velocities for navigation), or onto one value of a field
@@ -156,7 +156,7 @@ func runTrainDualForce(ctx context.Context, args []string, stdout, stderr io.Wri
 	rehearsalRows := fs.Int("rehearsal-rows", def.Loop.RehearsalRows, "rows of an earlier iteration's weights kept for rehearsal")
 	rehearsalKeep := fs.Int("rehearsal-keep", def.Loop.RehearsalKeep, "earlier iterations kept for rehearsal per skill, spread evenly over the run")
 	hidden := fs.Int("hidden", def.Value.Hidden[0], "width of the value and policy networks' two hidden layers")
-	policy := addPolicyFlags(fs, def.Policy, false).withTilt(fs)
+	policy := addPolicyFlags(fs, def.Policy, false).withDraws(fs)
 	pass := addWeightPassFlags(fs, def.Value, false)
 	subsets := fs.Int("subsets", 32, "subsets of offline states each latent averages over (m)")
 	pool := fs.Int("fre-pool", defaultFREPool, "the --pool the FRE run was trained with")

@@ -35,7 +35,7 @@ func TestTrainDualForce(t *testing.T) {
 
 	out := filepath.Join(dir, "dualforce")
 	tiny := []string{"train", "dualforce", "--offline", data, "--smodice", smodiceRun, "--fre", freRun,
-		"--iters", "3", "--value-steps", "1", "--policy-steps", "1", "--batch", "64", "--hidden", "16", "--subsets", "2", "--checkpoint-every", "2", "--check-rollouts", "1", "--policy-tilt", "1", "--quiet"}
+		"--iters", "3", "--value-steps", "1", "--policy-steps", "1", "--batch", "64", "--hidden", "16", "--subsets", "2", "--checkpoint-every", "2", "--check-rollouts", "1", "--policy-tilt", "1", "--policy-temperature", "0.5", "--quiet"}
 	stdout := mustRun(t, append(tiny, "--out", out)...)
 	t.Log(stdout)
 	if !strings.Contains(stdout, "l0 6, eps 4, latents of 8 values") {

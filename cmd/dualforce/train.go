@@ -139,6 +139,12 @@ best in 73 and 77% (80 and 60%), but falls rose (the draws moved onto the route 
 which the discriminator rates highest), and switching with one side fenced reached the goal in
 46% on average over the two seeds (35% untilted; docs/results.md). The default stays 0.
 
+--policy-temperature T (default 1, the paper's weighted cloning) draws the policy's transitions
+with probability proportional to w^(1/T) (every training method; ours): for the DICE weights
+softmax(delta), softmax(delta / T), the temperature of advantage-weighted regression. Below 1 it
+sharpens what the weights prefer where the offline behaviours overlap, such as the route a
+skill's weights lean to round an obstacle, and draws from fewer transitions.
+
 Every input is checked before training starts (NaN or Inf, shapes, an empty expert set, a
 dataset whose layout is not the task's). --resume continues a run from DIR's checkpoint and
 ends with the same weights, bit for bit, as an uninterrupted run; only --iters,
@@ -182,7 +188,7 @@ func addTrainingFlags(fs *flag.FlagSet, run trainrun.Settings, discSteps int, va
 		batch:          fs.Int("batch", value.Batch, "DICE batch (transitions per value and policy step)"),
 		valueSteps:     fs.Int("value-steps", valueSteps, "value steps per iteration (per skill)"),
 		policySteps:    fs.Int("policy-steps", policySteps, "policy steps per iteration (per skill)"),
-		policy:         addPolicyFlags(fs, policy, byTask).withTilt(fs),
+		policy:         addPolicyFlags(fs, policy, byTask).withDraws(fs),
 		every:          fs.Int("checkpoint-every", run.CheckpointEvery, "iterations between checkpoints"),
 		seed:           fs.Uint64("seed", seed, "seed of every random choice"),
 		quiet:          fs.Bool("quiet", false, trainerQuietUsage),
@@ -273,8 +279,9 @@ func applyLearners(v *dice.ValueConfig, p *wbc.Config, batch int, absorbingFalls
 type policyFlags struct {
 	lr, average *float64
 	components  *int
-	// tilt is --policy-tilt (wbc.Config.Tilt), nil for fit bc, which has no imitation reward.
-	tilt *float64
+	// tilt and temperature are --policy-tilt and --policy-temperature (wbc.Config.Tilt and
+	// Temperature), nil for fit bc, whose draws are uniform.
+	tilt, temperature *float64
 	// byTask lets the rate and averaging be -1, the task's (prep.Task.Expert, or def's where
 	// the task keeps the learner's): the SMODICE-expert's defaults.
 	byTask bool
@@ -304,10 +311,15 @@ func addPolicyFlags(fs *flag.FlagSet, def wbc.Config, byTask bool) *policyFlags 
 // policyTiltUsage is --policy-tilt's text (wbc.Config.Tilt).
 const policyTiltUsage = "draw the policy's transitions with probability proportional to w exp(k r_E) instead of the weights w, tilting the weighted cloning towards transitions of high imitation reward (ours; 0: the paper's weighted cloning)"
 
-// withTilt defines --policy-tilt beside the policy flags: the training methods', whose
-// imitation reward r_E the draws are tilted by.
-func (p *policyFlags) withTilt(fs *flag.FlagSet) *policyFlags {
+// policyTemperatureUsage is --policy-temperature's text (wbc.Config.Temperature).
+const policyTemperatureUsage = "draw the policy's transitions with probability proportional to w^(1/T) instead of the weights w: for the DICE weights softmax(delta), softmax(delta / T), sharper below 1, as the temperature of advantage-weighted regression (ours; 1: the paper's weighted cloning)"
+
+// withDraws defines --policy-tilt and --policy-temperature beside the policy flags: the
+// training methods', which draw the policy's transitions by their weights (and tilt them by
+// their imitation reward r_E).
+func (p *policyFlags) withDraws(fs *flag.FlagSet) *policyFlags {
 	p.tilt = fs.Float64("policy-tilt", p.def.Tilt, policyTiltUsage)
+	p.temperature = fs.Float64("policy-temperature", 1, policyTemperatureUsage)
 	return p
 }
 
@@ -331,6 +343,8 @@ func (p *policyFlags) check() error {
 		return usagef("--policy-components %d: want 1..%d", *p.components, skills.MaxComponents)
 	case p.tilt != nil && (!(*p.tilt >= 0) || math.IsInf(*p.tilt, 1)):
 		return usagef("--policy-tilt %v: want a finite tilt >= 0", *p.tilt)
+	case p.temperature != nil && (!(*p.temperature > 0) || math.IsInf(*p.temperature, 1)):
+		return usagef("--policy-temperature %v: want a finite temperature > 0", *p.temperature)
 	}
 	return nil
 }
@@ -354,6 +368,14 @@ func (p *policyFlags) apply(c *wbc.Config, task string) {
 	}
 	if p.tilt != nil {
 		c.Tilt = *p.tilt
+	}
+	// 1 is stored as 0, the zero value, as one component is: runs at the paper's draws keep
+	// the configurations (and checkpoints) written before the temperature existed.
+	if p.temperature != nil {
+		c.Temperature = 0
+		if *p.temperature != 1 {
+			c.Temperature = *p.temperature
+		}
 	}
 }
 

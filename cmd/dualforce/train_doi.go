@@ -36,8 +36,8 @@ DISDAIN bonus; the mean minimum distance of the skills' offline SFs), checkpoint
 whole state, written atomically every --checkpoint-every iterations and on Ctrl-C) and
 bank.npz (n slots, one latent per skill, doi-skill<z>), unless --bank says where.
 'dualforce report DIR' plots the metrics. --policy-lr, --policy-average,
---policy-components and --policy-tilt are train smodice's, with every method's defaults (1e-3,
-0.99, 1, 0) whatever the task (train smodice --help says why).
+--policy-components, --policy-tilt and --policy-temperature are train smodice's, with every
+method's defaults (1e-3, 0.99, 1, 0, 1) whatever the task (train smodice --help says why).
 
 --resume continues a run from DIR's checkpoint and ends with the same bank, bit for bit, as an
 uninterrupted run; only --iters and --checkpoint-every may change between the two, and a

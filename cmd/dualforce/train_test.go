@@ -226,46 +226,51 @@ func TestTrainingCommandsRefuseBadInput(t *testing.T) {
 
 // TestPolicyFlags: without --policy-lr and --policy-average a method's policy keeps its
 // defaults; given, they win, --policy-average 0 (the last iterate) included; --policy-tilt
-// exists where withTilt defines it; values no learner can use are refused.
+// and --policy-temperature exist where withDraws defines them, a temperature of 1 stored as 0;
+// values no learner can use are refused.
 func TestPolicyFlags(t *testing.T) {
 	def := wbc.DefaultConfig()
 	for _, tc := range []struct {
 		args        []string
 		lr, average float64
 		components  int
-		tilt        float64
+		tilt, temp  float64
 	}{
-		{nil, def.LR, def.Average, 0, 0},
-		{[]string{"--policy-lr", "5e-4"}, 5e-4, def.Average, 0, 0},
-		{[]string{"--policy-average", "0"}, def.LR, 0, 0, 0},
-		{[]string{"--policy-average", "0.9", "--policy-lr", "3e-4"}, 3e-4, 0.9, 0, 0},
-		{[]string{"--policy-components", "1"}, def.LR, def.Average, 0, 0},
-		{[]string{"--policy-components", "3"}, def.LR, def.Average, 3, 0},
-		{[]string{"--policy-tilt", "2"}, def.LR, def.Average, 0, 2},
+		{nil, def.LR, def.Average, 0, 0, 0},
+		{[]string{"--policy-lr", "5e-4"}, 5e-4, def.Average, 0, 0, 0},
+		{[]string{"--policy-average", "0"}, def.LR, 0, 0, 0, 0},
+		{[]string{"--policy-average", "0.9", "--policy-lr", "3e-4"}, 3e-4, 0.9, 0, 0, 0},
+		{[]string{"--policy-components", "1"}, def.LR, def.Average, 0, 0, 0},
+		{[]string{"--policy-components", "3"}, def.LR, def.Average, 3, 0, 0},
+		{[]string{"--policy-tilt", "2"}, def.LR, def.Average, 0, 2, 0},
+		{[]string{"--policy-temperature", "0.5"}, def.LR, def.Average, 0, 0, 0.5},
+		{[]string{"--policy-temperature", "1"}, def.LR, def.Average, 0, 0, 0},
 	} {
 		fs := flag.NewFlagSet("test", flag.ContinueOnError)
-		p := addPolicyFlags(fs, def, false).withTilt(fs)
+		p := addPolicyFlags(fs, def, false).withDraws(fs)
 		if err := fs.Parse(tc.args); err != nil {
 			t.Fatal(err)
 		}
 		if err := p.check(); err != nil {
 			t.Fatal(err)
 		}
-		c := wbc.Config{LR: 1, Average: 0.5, Components: 7, Tilt: 9}
+		c := wbc.Config{LR: 1, Average: 0.5, Components: 7, Tilt: 9, Temperature: 9}
 		p.apply(&c, prep.TaskNavigation)
-		if c.LR != tc.lr || c.Average != tc.average || c.Components != tc.components || c.Tilt != tc.tilt {
-			t.Errorf("%v: rate %g, average %g, components %d, tilt %g; want %g, %g, %d, %g", tc.args, c.LR, c.Average, c.Components, c.Tilt, tc.lr, tc.average, tc.components, tc.tilt)
+		if c.LR != tc.lr || c.Average != tc.average || c.Components != tc.components || c.Tilt != tc.tilt || c.Temperature != tc.temp {
+			t.Errorf("%v: rate %g, average %g, components %d, tilt %g, temperature %g; want %g, %g, %d, %g, %g",
+				tc.args, c.LR, c.Average, c.Components, c.Tilt, c.Temperature, tc.lr, tc.average, tc.components, tc.tilt, tc.temp)
 		}
 	}
 	fit := flag.NewFlagSet("fit", flag.ContinueOnError)
 	addPolicyFlags(fit, def, false)
-	if fit.Lookup("policy-tilt") != nil {
-		t.Error("--policy-tilt defined without withTilt (fit bc has no imitation reward to tilt by)")
+	if fit.Lookup("policy-tilt") != nil || fit.Lookup("policy-temperature") != nil {
+		t.Error("--policy-tilt or --policy-temperature defined without withDraws (fit bc draws uniformly)")
 	}
 	for _, bad := range [][]string{{"--policy-lr", "-1"}, {"--policy-lr", "0"}, {"--policy-lr", "NaN"}, {"--policy-average", "1"}, {"--policy-average", "-0.5"}, {"--policy-lr", "+Inf"}, {"--policy-components", "0"}, {"--policy-components", "17"},
-		{"--policy-tilt", "-1"}, {"--policy-tilt", "NaN"}, {"--policy-tilt", "+Inf"}} {
+		{"--policy-tilt", "-1"}, {"--policy-tilt", "NaN"}, {"--policy-tilt", "+Inf"},
+		{"--policy-temperature", "0"}, {"--policy-temperature", "-1"}, {"--policy-temperature", "NaN"}, {"--policy-temperature", "+Inf"}} {
 		fs := flag.NewFlagSet("test", flag.ContinueOnError)
-		p := addPolicyFlags(fs, def, false).withTilt(fs)
+		p := addPolicyFlags(fs, def, false).withDraws(fs)
 		if err := fs.Parse(bad); err != nil {
 			t.Fatal(err)
 		}

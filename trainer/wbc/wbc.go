@@ -4,7 +4,8 @@
 // Gaussians (Config.Components), fitted to the offline actions by maximising
 // sum_i w_i log pi(a_i | s_i, z) for weights w over the whole offline set.
 // Batches are drawn with probability w (importance resampling), or w exp(k r)
-// for a reward r when Config.Tilt is k, and every drawn sample counts once.
+// for a reward r when Config.Tilt is k, with w raised to 1/T when
+// Config.Temperature is T, and every drawn sample counts once.
 // An optional latent z is folded into the first layer's bias
 // (nn.Conditioned), as the bank's skills.Policy does at deployment.
 package wbc
@@ -55,6 +56,16 @@ type Config struct {
 	// goal (docs/results.md). The methods tilt by the imitation reward r_E.
 	// 0 is the paper's weighted cloning.
 	Tilt float64 `json:"tilt,omitempty"`
+	// Temperature T, when positive and not 1, draws transition i in
+	// proportion to w_i^(1/T) instead of w_i (ours): for the DICE weights
+	// w = softmax(delta), the draws of softmax(delta / T), the temperature
+	// of advantage-weighted regression. Where the offline behaviours
+	// overlap, the weights of a skill prefer the actions that lead its way
+	// by a factor exp(delta difference); below 1 the temperature sharpens
+	// that preference, so that a clone of a skill whose weights lean to one
+	// route round an obstacle fits that route rather than the mean of the
+	// routes (docs/results.md). 0 and 1 are the weights themselves.
+	Temperature float64 `json:"temperature,omitempty"`
 }
 
 // DefaultConfig is 256-256 ReLU, batch 8192 (the training methods set their
@@ -113,7 +124,7 @@ type Learner struct {
 // uniformly (plain behaviour cloning) until SetWeights.
 func New(data *dataset.Offline, cfg Config, rng *rand.Rand) (*Learner, error) {
 	if cfg.LR <= 0 || cfg.Batch <= 0 || cfg.Latent < 0 || !(cfg.Average >= 0 && cfg.Average < 1) || cfg.Components < 0 || cfg.Components > skills.MaxComponents ||
-		!(cfg.Tilt >= 0) || math.IsInf(cfg.Tilt, 1) {
+		!(cfg.Tilt >= 0) || math.IsInf(cfg.Tilt, 1) || !(cfg.Temperature >= 0) || math.IsInf(cfg.Temperature, 1) {
 		return nil, fmt.Errorf("%w: %+v", ErrConfig, cfg)
 	}
 	if err := data.Validate(); err != nil {
@@ -172,9 +183,9 @@ func (l *Learner) SetTiltReward(r []float32) error {
 }
 
 // SetWeights fixes the distribution Step draws transitions from: w over
-// the whole set (non-negative, not all zero; it need not sum to 1), tilted
-// by Config.Tilt. The learner keeps its cumulative sums, not w. On error the
-// distribution is unchanged.
+// the whole set (non-negative, not all zero; it need not sum to 1), raised
+// to 1/Config.Temperature and tilted by Config.Tilt. The learner keeps its
+// cumulative sums, not w. On error the distribution is unchanged.
 func (l *Learner) SetWeights(w []float64) error {
 	if len(w) != l.data.Len() {
 		return fmt.Errorf("%w: %d weights for %d transitions", ErrWeights, len(w), l.data.Len())
@@ -182,29 +193,40 @@ func (l *Learner) SetWeights(w []float64) error {
 	if l.cfg.Tilt > 0 && l.tilt == nil {
 		return fmt.Errorf("%w: a tilt of %v and no reward to tilt by (SetTiltReward)", ErrWeights, l.cfg.Tilt)
 	}
-	sum := 0.0
+	top := 0.0
 	for i, x := range w {
 		if !(x >= 0) || math.IsInf(x, 0) {
 			return fmt.Errorf("%w: w[%d] = %v", ErrWeights, i, x)
 		}
-		if l.tilt != nil {
-			x *= l.tilt[i]
-		}
-		sum += x
+		top = max(top, x)
+	}
+	sum := 0.0
+	for i, x := range w {
+		sum += l.drawWeight(i, x, top)
 	}
 	if !(sum > 0) || math.IsInf(sum, 0) {
-		return fmt.Errorf("%w: they sum to %v (tilted by %v)", ErrWeights, sum, l.cfg.Tilt)
+		return fmt.Errorf("%w: they sum to %v (tilted by %v, at temperature %v)", ErrWeights, sum, l.cfg.Tilt, l.cfg.Temperature)
 	}
 	sum = 0
 	for i, x := range w {
-		if l.tilt != nil {
-			x *= l.tilt[i]
-		}
-		sum += x
+		sum += l.drawWeight(i, x, top)
 		l.cdf[i] = sum
 	}
 	l.rows = nil
 	return nil
+}
+
+// drawWeight is how often transition i of weight w is drawn, relative to
+// the others: w at Temperature 0 or 1, else (w / top)^(1/T), top the largest
+// weight, so that no power overflows; then tilted.
+func (l *Learner) drawWeight(i int, w, top float64) float64 {
+	if t := l.cfg.Temperature; t > 0 && t != 1 {
+		w = math.Pow(w/top, 1/t)
+	}
+	if l.tilt != nil {
+		w *= l.tilt[i]
+	}
+	return w
 }
 
 // SetRows fixes the distribution Step draws from to the uniform one over

@@ -276,6 +276,58 @@ func TestTiltDrawsByReward(t *testing.T) {
 	}
 }
 
+// TestTemperatureSharpensDraws: at Config.Temperature T the draws follow
+// w_i^(1/T), tilted as before when a tilt is set, also for weights so small
+// that their powers would underflow without the scaling by the largest;
+// 0 and 1 draw by w itself; a negative, NaN or infinite temperature is
+// refused.
+func TestTemperatureSharpensDraws(t *testing.T) {
+	data, _ := pointSet(6, 11)
+	w := []float64{0, 1, 2, 1, 0.5, 3}
+	r := []float32{5, 0, -1, 1, 2, -3}
+	powered := func(scale, temperature, tilt float64) ([]float64, []float64) {
+		in, p := make([]float64, len(w)), make([]float64, len(w))
+		for i := range w {
+			in[i] = w[i] * scale
+			p[i] = math.Pow(w[i], 1/temperature) * math.Exp(tilt*float64(r[i]))
+		}
+		return in, p
+	}
+	for _, c := range []struct {
+		temperature, tilt, scale float64
+	}{
+		{0.5, 0, 1},
+		{0.25, 0, 1e-300},
+		{2, 0, 1},
+		{0.5, 1.5, 1e-200},
+		{1, 0, 1},
+		{0, 0, 1},
+	} {
+		cfg := smallConfig()
+		cfg.Temperature, cfg.Tilt = c.temperature, c.tilt
+		l, _ := newLearner(t, data, cfg, 1)
+		if err := l.SetTiltReward(r); err != nil {
+			t.Fatal(err)
+		}
+		temperature := c.temperature
+		if temperature == 0 {
+			temperature = 1
+		}
+		in, p := powered(c.scale, temperature, c.tilt)
+		if err := l.SetWeights(in); err != nil {
+			t.Fatalf("%+v: %v", c, err)
+		}
+		checkDraws(t, l, fmt.Sprintf("temperature %v, tilt %v, weights scaled by %v", c.temperature, c.tilt, c.scale), p)
+	}
+	for _, bad := range []float64{-0.5, math.NaN(), math.Inf(1)} {
+		cfg := smallConfig()
+		cfg.Temperature = bad
+		if _, err := New(data, cfg, rand.New(rand.NewPCG(1, 1))); !errors.Is(err, ErrConfig) {
+			t.Errorf("temperature %v: error %v, want ErrConfig", bad, err)
+		}
+	}
+}
+
 // TestResampleFollowsTheWeights: each row appears k w_i / sum w times,
 // rounded one way or the other (systematic resampling), rows of zero weight
 // never, the first and last rows included (a learner's Resample:
